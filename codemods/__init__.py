@@ -1,0 +1,1 @@
+"""graphfix rules: one module per bug pattern, found by existing here."""

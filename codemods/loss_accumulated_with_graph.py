@@ -1,0 +1,199 @@
+"""## What it does
+Finds a loss tensor that is added to a running total (`running_loss += loss`,
+`total = total + loss`, `losses.append(loss)`, `self.total += loss`) in a training loop that
+backpropagates every iteration, when the total lives longer than the iteration and is never
+backpropagated itself.
+
+## Why is this bad?
+`loss` carries its autograd graph. Adding it to a total that survives the iteration links every
+iteration's graph to the total, so none of them is freed: memory grows with every step until the
+process runs out of it (the PyTorch FAQ's first out-of-memory example). The total is only used for
+logging or averaging, so the graph buys nothing.
+
+## Example
+```python
+running_loss = 0.0
+for inputs, targets in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    running_loss += loss
+```
+
+## Use instead
+```python
+    running_loss += loss.item()
+```
+`.item()` is used when the loss is a scalar (it was backpropagated without a gradient argument)
+and the total is only used as a number; otherwise `.detach()`, which keeps the total a tensor
+(for `torch.stack(losses)`, `total.item()` and the like).
+
+## Fix safety
+Safe. Gradients and parameters are unchanged: the total never reaches a backward call (the rule
+does not fire when it does, as in summing several losses and calling backward once). With
+`.item()` the total becomes a Python float, so `print(total)` shows `1.23` instead of
+`tensor(1.23, grad_fn=...)`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import backward_calls
+from fixer.analysis.graph import GraphFacts, facts
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.context import FileContext
+from fixer.rule import Diagnostic, Edit, Rule
+
+ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+class LossAccumulatedWithGraph(Rule):
+    code = "GF301"
+    name = "loss-accumulated-with-graph"
+    summary = "A loss added to a running total keeps every iteration's autograd graph alive"
+    fix_safety = "safe"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            calls = backward_calls(ctx, scope)
+            if not calls:
+                continue
+            graph = facts(ctx, scope)
+            for node in scope_nodes(scope):
+                found = _accumulation(node)
+                if found is None:
+                    continue
+                stmt, accumulator, value = found
+                if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
+                    continue
+                if not any(_inside(ctx, call.node, _iteration(ctx, scope, stmt)) for call in calls):
+                    continue  # not a loop that backpropagates every iteration
+                part = _graph_part(graph, value, stmt)
+                if part is None or _reaches_backward(ctx, scope, graph, accumulator):
+                    continue
+                method = "item" if _scalar_loss(ctx, scope, part) and _numeric_use(ctx, scope, graph, accumulator, node) else "detach"
+                text = ctx.text(part)
+                new = f"{text}.{method}()" if isinstance(part, ATOMS) else f"({text}).{method}()"
+                start, end = ctx.span(part)
+                yield self.diagnostic(
+                    ctx,
+                    stmt if isinstance(stmt, (ast.AugAssign, ast.Assign)) else node,
+                    f"`{accumulator}` accumulates `{text}` with its autograd graph, keeping every iteration's "
+                    f"graph alive; accumulate `{new}`",
+                    [Edit(start, end, new)],
+                    title=f"Accumulate `{new}`",
+                )
+
+
+def _accumulation(node: ast.AST) -> Optional[tuple[ast.stmt, str, ast.expr]]:
+    """(statement, accumulator name, added value) for ``acc += v``, ``acc = acc + v``, ``acc.append(v)``."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+        name = dotted(node.target)
+        return (node, name, node.value) if name else None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+        name = dotted(node.targets[0])
+        if name and dotted(node.value.left) == name:
+            return node, name, node.value.right
+        if name and dotted(node.value.right) == name:
+            return node, name, node.value.left
+        return None
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "append" and len(call.args) == 1 and not call.keywords:
+            base = call.func.value
+            while isinstance(base, ast.Subscript):  # history["loss"].append(loss)
+                base = base.value
+            name = dotted(base)
+            return (node, name, call.args[0]) if name else None
+    return None
+
+
+def _iteration(ctx: FileContext, scope: Scope, stmt: ast.stmt) -> ast.AST:
+    """The innermost loop around ``stmt``, or the whole function for a ``self.`` total (one call = one step)."""
+    loops = enclosing_loops(ctx, stmt, scope)
+    return loops[0] if loops else scope.node
+
+
+def _inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    return any(parent is container for parent in ctx.ancestors(node))
+
+
+def _outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str) -> bool:
+    """The total is created outside the innermost loop (or is an attribute of ``self`` not reset
+    earlier in the method), so it carries values from one iteration into the next."""
+    loops = enclosing_loops(ctx, stmt, scope)
+    own = [s for s, _ in graph.assignments.get(accumulator, []) if s is not stmt and not _is_accumulation_of(s, accumulator)]
+    if loops:
+        if not any(s for s in own if _inside(ctx, s, loops[0])):
+            return True
+        return False
+    head = accumulator.split(".")[0]
+    if scope.self_name and head == scope.self_name and "." in accumulator:
+        return not any((s.lineno, s.col_offset) < (stmt.lineno, stmt.col_offset) for s in own)
+    return False
+
+
+def _is_accumulation_of(stmt: ast.AST, accumulator: str) -> bool:
+    found = _accumulation(stmt)
+    return found is not None and found[1] == accumulator
+
+
+def _graph_part(graph: GraphFacts, value: ast.expr, at: ast.AST) -> Optional[ast.expr]:
+    """The smallest sub-expression of ``value`` that carries the graph (``loss`` in ``loss * n``)."""
+    if not graph.carries_graph(value, at):
+        return None
+    while isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        left, right = graph.carries_graph(value.left, at), graph.carries_graph(value.right, at)
+        if left == right:
+            break
+        value = value.left if left else value.right
+    return value
+
+
+def _names_in(expr: ast.AST) -> set[str]:
+    return {name for node in ast.walk(expr) if (name := dotted(node))}
+
+
+def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
+    """True if the total (or anything computed from it) is backpropagated: summing losses on purpose."""
+    derived = {accumulator}
+    changed = True
+    while changed:
+        changed = False
+        for name, defs in graph.assignments.items():
+            if name not in derived and any(value is not None and _names_in(value) & derived for _, value in defs):
+                derived.add(name)
+                changed = True
+    return any(_names_in(call.target) & derived for call in backward_calls(ctx, scope))
+
+
+def _scalar_loss(ctx: FileContext, scope: Scope, part: ast.expr) -> bool:
+    """The value is a name backpropagated with a bare ``.backward()``: it is a one-element tensor."""
+    name = dotted(part)
+    return bool(name) and any(
+        call.kind == "method" and call.target_name == name and not call.node.args for call in backward_calls(ctx, scope)
+    )
+
+
+def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str, accumulation: ast.AST) -> bool:
+    """The total starts as a Python number (or empty list) and is never used as a tensor."""
+    for stmt, value in graph.assignments.get(accumulator, []):
+        if stmt is accumulation or _is_accumulation_of(stmt, accumulator):
+            continue
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) or isinstance(value, ast.List) and not value.elts):
+            return False
+    if accumulator not in graph.assignments:
+        return False  # e.g. self.total set in another method: type unknown
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Attribute) and dotted(node.value) == accumulator and node.attr != "append":
+            return False  # total.item(), total.cpu(), ...
+        if isinstance(node, ast.Subscript) and dotted(node.value) == accumulator and isinstance(ctx.parents.get(node), ast.Attribute):
+            return False  # losses[-1].item()
+        if isinstance(node, ast.Call) and (qualified(ctx, node.func) or "").startswith("torch."):
+            if any(dotted(arg) == accumulator for arg in node.args):
+                return False  # torch.stack(losses)
+    return True

@@ -1,0 +1,3 @@
+from fixer.cli import main
+
+main()

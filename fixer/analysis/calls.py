@@ -1,0 +1,128 @@
+"""Backward calls and optimizer calls, in every spelling real training code uses."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.context import FileContext
+
+AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
+AUTOGRAD_GRAD = ("torch.autograd.grad",)
+# objects whose .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
+BACKWARD_OWNERS = re.compile(r"^(accelerator|fabric|engine|model_engine|deepspeed_engine)$")
+OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_|\d))", re.IGNORECASE)
+NOT_OPTIMIZER = re.compile(r"sched|lr_|warmup|env|game|world|sim", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BackwardCall:
+    node: ast.Call
+    target: ast.expr  # the tensor backpropagated from (the loss); a tuple/list for several
+    kind: str  # "method", "autograd.backward", "autograd.grad", "owner" (accelerator.backward), "scaler"
+
+    def keyword(self, name: str) -> Optional[ast.keyword]:
+        return next((k for k in self.node.keywords if k.arg == name), None)
+
+    def flag(self, name: str) -> Optional[bool]:
+        """Value of a constant keyword (``retain_graph=True`` -> True); None if absent or not constant."""
+        keyword = self.keyword(name)
+        if keyword is not None and isinstance(keyword.value, ast.Constant):
+            return bool(keyword.value.value)
+        return None
+
+    @property
+    def target_name(self) -> Optional[str]:
+        return dotted(self.target)
+
+
+def backward_call(ctx: FileContext, node: ast.AST) -> Optional[BackwardCall]:
+    """The BackwardCall for ``node`` if it is one, else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = qualified(ctx, func)
+    if name in AUTOGRAD_BACKWARD or name in AUTOGRAD_GRAD:
+        target = node.args[0] if node.args else _keyword_value(node, "tensors" if name in AUTOGRAD_BACKWARD else "outputs")
+        if target is None:
+            return None
+        return BackwardCall(node, target, "autograd.backward" if name in AUTOGRAD_BACKWARD else "autograd.grad")
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    if func.attr == "manual_backward" and node.args:
+        return BackwardCall(node, node.args[0], "owner")
+    if func.attr != "backward":
+        return None
+    owner = last_name(receiver)
+    if owner and BACKWARD_OWNERS.match(owner) and node.args:
+        return BackwardCall(node, node.args[0], "owner")
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" and receiver.args:
+        return BackwardCall(node, receiver.args[0], "scaler")  # scaler.scale(loss).backward()
+    if _looks_like_class(receiver):
+        return None  # Function.backward(ctx, grad): an autograd.Function, not a tensor
+    return BackwardCall(node, receiver, "method")
+
+
+def _keyword_value(node: ast.Call, name: str) -> Optional[ast.expr]:
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def _looks_like_class(node: ast.expr) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
+        return True
+    name = last_name(node)
+    return bool(name) and name[0].isupper() and not name.isupper() and len(name) > 1
+
+
+def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
+    def compute() -> list[BackwardCall]:
+        return [call for node in scope_nodes(scope) if (call := backward_call(ctx, node)) is not None]
+
+    return ctx.memo(("backward_calls", id(scope.node)), compute)
+
+
+@dataclass(frozen=True)
+class OptimizerCall:
+    node: ast.Call
+    kind: str  # "zero_grad" or "step"
+    owner: str  # dotted name of the optimizer (or model, for model.zero_grad())
+    via_scaler: bool = False  # scaler.step(optimizer)
+
+
+def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
+    """``opt.zero_grad()``, ``model.zero_grad()``, ``opt.step()``, ``scaler.step(opt)``.
+    ``.step()`` counts only on names that look like optimizers (not schedulers or environments)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    owner = dotted(node.func.value)
+    if owner is None:
+        return None
+    if node.func.attr == "zero_grad":
+        return OptimizerCall(node, "zero_grad", owner)
+    if node.func.attr != "step":
+        return None
+    if last_name(node.func.value) == "scaler" or owner.endswith("scaler"):
+        inner = dotted(node.args[0]) if node.args else None
+        return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
+    short = owner.rsplit(".", 1)[-1]
+    if OPTIMIZER_NAME.search(short) and not NOT_OPTIMIZER.search(short) and len(node.args) <= 1:
+        return OptimizerCall(node, "step", owner)
+    return None
+
+
+def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
+    def compute() -> list[OptimizerCall]:
+        return [call for node in scope_nodes(scope) if (call := optimizer_call(ctx, node)) is not None]
+
+    return ctx.memo(("optimizer_calls", id(scope.node)), compute)
+
+
+def iter_calls(scope: Scope) -> Iterator[ast.Call]:
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Call):
+            yield node

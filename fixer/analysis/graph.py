@@ -1,0 +1,296 @@
+"""Which values carry an autograd graph.
+
+``kind(expr, at)`` answers NONE (plain numbers, detached or no-grad values, data batches), LEAF (a
+parameter or ``requires_grad=True`` tensor: operations on it build a graph), GRAPH (the result of
+operations that recorded a graph) or UNKNOWN (a call we cannot see into). It is flow-aware within
+a scope: a name's value is the one assigned most recently before the use. ``carries_graph`` is the
+conservative question the rules ask: GRAPH, or UNKNOWN but backpropagated through in this scope."""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from typing import Optional
+
+from fixer.analysis.calls import backward_calls
+from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.context import FileContext
+
+
+class Kind(enum.IntEnum):
+    NONE = 0
+    UNKNOWN = 1
+    LEAF = 2
+    GRAPH = 3
+
+
+DETACHING_METHODS = frozenset(
+    {"detach", "item", "tolist", "numpy", "data_ptr", "size", "dim", "numel", "nelement", "element_size",
+     "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+     "is_contiguous", "get_device", "type", "stride", "storage_offset", "state_dict", "parameters",
+     "named_parameters", "keys", "values", "items"}
+)
+DETACHING_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_leaf", "T_max"})
+PLAIN_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "repr", "format", "print", "isinstance", "range", "enumerate", "zip"})
+CREATION = re.compile(
+    r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
+)
+CONDITIONAL = tuple(
+    t for t in (ast.If, ast.Try, getattr(ast, "TryStar", None), ast.For, ast.AsyncFor, ast.While, getattr(ast, "Match", None)) if t
+)
+PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+MODULE_NAME = re.compile(
+    r"^(model|net|network|module|encoder|decoder|generator|discriminator|critic|actor|policy|rnn|lstm|gru|"
+    r"classifier|backbone|head|netG|netD|G|D|student|teacher|\w*_model|\w*_net|model_\w+|net_\w+)$"
+)
+
+
+def _max(kinds) -> Kind:
+    return max(kinds, default=Kind.NONE)
+
+
+class GraphFacts:
+    """Graph-carrying facts for one scope."""
+
+    def __init__(self, ctx: FileContext, scope: Scope):
+        self.ctx = ctx
+        self.scope = scope
+        self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
+        self.backwarded: set[str] = set()
+        self._collect()
+
+    # -- facts -----------------------------------------------------------------------------
+    def _collect(self) -> None:
+        for node in scope_nodes(self.scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                self._bind(node.target, node, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                self._bind(node.target, node, None)  # batches from a loader: no graph
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._bind(node.optional_vars, node, None)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(node.target, node, node.value)
+        for call in backward_calls(self.ctx, self.scope):
+            targets = call.target.elts if isinstance(call.target, (ast.Tuple, ast.List)) else [call.target]
+            for target in targets:
+                name = dotted(target)
+                if name:
+                    self.backwarded.add(name)
+
+    def _bind(self, target: ast.AST, stmt: ast.AST, value: Optional[ast.expr]) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+            for index, element in enumerate(target.elts):
+                self._bind(element, stmt, values[index] if values else value)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, stmt, value)
+        else:
+            name = dotted(target)
+            if name:
+                self.assignments.setdefault(name, []).append((stmt, value))
+
+    def reaching(self, name: str, at: ast.AST) -> list[tuple[ast.AST, Optional[ast.expr]]]:
+        """Assignments of ``name`` that may reach ``at``: the latest one before it in source order
+        (and earlier ones when that one is conditional); all of them if none precedes ``at``
+        (a value carried around a loop)."""
+        defs = self.assignments.get(name, [])
+        position = (at.lineno, at.col_offset)
+        before = [d for d in defs if (d[0].lineno, d[0].col_offset) < position and not _contains(d[0], at)]
+        if not before:
+            return defs
+        chosen = [before[-1]]
+        for candidate in reversed(before[:-1]):
+            if not self._is_conditional(chosen[-1][0], at):
+                break
+            chosen.append(candidate)
+        return chosen
+
+    def _is_conditional(self, stmt: ast.AST, at: ast.AST) -> bool:
+        at_parents = set(map(id, self.ctx.ancestors(at)))
+        for parent in self.ctx.ancestors(stmt):
+            if parent is self.scope.node:
+                return False
+            if isinstance(parent, CONDITIONAL) and id(parent) not in at_parents:
+                return True
+        return False
+
+    # -- questions -------------------------------------------------------------------------
+    def kind(self, expr: Optional[ast.expr], at: Optional[ast.AST] = None, _seen: Optional[set] = None) -> Kind:
+        if expr is None:
+            return Kind.NONE
+        seen = _seen if _seen is not None else set()
+        at = at or expr
+        if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.Dict, ast.DictComp, ast.SetComp, ast.Set)):
+            return Kind.NONE
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            return self._kind_of_name(expr, at, seen)
+        if isinstance(expr, ast.Call):
+            return self._kind_of_call(expr, at, seen)
+        if under_no_grad(self.ctx, expr):
+            return Kind.NONE
+        if isinstance(expr, ast.BinOp):
+            return _promote(_max([self.kind(expr.left, at, seen), self.kind(expr.right, at, seen)]))
+        if isinstance(expr, ast.UnaryOp):
+            return Kind.NONE if isinstance(expr.op, ast.Not) else _promote(self.kind(expr.operand, at, seen))
+        if isinstance(expr, ast.Subscript):
+            return _promote(self.kind(expr.value, at, seen))
+        if isinstance(expr, ast.IfExp):
+            return _max([self.kind(expr.body, at, seen), self.kind(expr.orelse, at, seen)])
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return _max(self.kind(e, at, seen) for e in expr.elts)
+        if isinstance(expr, ast.Starred):
+            return self.kind(expr.value, at, seen)
+        if isinstance(expr, ast.NamedExpr):
+            return self.kind(expr.value, at, seen)
+        return Kind.NONE
+
+    def _kind_of_name(self, expr: ast.expr, at: ast.AST, seen: set) -> Kind:
+        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES:
+            return Kind.NONE
+        name = dotted(expr)
+        if name is None:  # attribute of a call result etc.
+            return self.kind(expr.value, at, seen) if isinstance(expr, ast.Attribute) else Kind.NONE
+        key = (name, id(at))
+        if key in seen:
+            return Kind.NONE
+        seen.add(key)
+        defs = self.reaching(name, at)
+        if defs:
+            result = _max(self.kind(value, stmt, seen) for stmt, value in defs)
+        else:
+            result = Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE
+        if result == Kind.UNKNOWN and name in self.backwarded:
+            return Kind.GRAPH
+        return result
+
+    def _parameters(self) -> set[str]:
+        node = self.scope.node
+        if isinstance(node, ast.Module):
+            return set()
+        args = node.args
+        return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+
+    def _kind_of_call(self, call: ast.Call, at: ast.AST, seen: set) -> Kind:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in DETACHING_METHODS:
+            return Kind.NONE
+        name = qualified(self.ctx, func)
+        if name in PLAIN_BUILTINS:
+            return Kind.NONE
+        if under_no_grad(self.ctx, call):
+            return Kind.NONE
+        if name and CREATION.match(name):
+            return Kind.LEAF if _requires_grad_true(call) else Kind.NONE
+        if name in PARAMETER:
+            return Kind.LEAF
+        if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+            return Kind.LEAF
+        args = _max(self.kind(a, at, seen) for a in [*call.args, *(k.value for k in call.keywords)])
+        if self.is_module(func):
+            return Kind.GRAPH
+        if name and name.startswith("torch."):
+            return _promote(args)
+        if isinstance(func, ast.Attribute) and dotted(func) is None or (
+            isinstance(func, ast.Attribute) and self.kind(func.value, at, seen) >= Kind.LEAF
+        ):
+            # a tensor method: x.mean(), model(x).sum(), h.view(...)
+            return _promote(_max([self.kind(func.value, at, seen), args]))
+        if args >= Kind.LEAF:
+            return Kind.GRAPH if args == Kind.GRAPH else Kind.UNKNOWN
+        return Kind.UNKNOWN
+
+    def is_module(self, func: ast.expr) -> bool:
+        """True if calling ``func`` runs an ``nn.Module`` forward pass."""
+        name = dotted(func)
+        if name is None:
+            return False
+        if name in module_names(self.ctx):
+            return True
+        short = last_name(func) or ""
+        return bool(MODULE_NAME.match(short))
+
+    def carries_graph(self, expr: ast.expr, at: Optional[ast.AST] = None) -> bool:
+        return self.kind(expr, at) == Kind.GRAPH
+
+
+def _promote(kind: Kind) -> Kind:
+    """An operation on a leaf that requires grad produces a graph."""
+    return Kind.GRAPH if kind == Kind.LEAF else kind
+
+
+def _requires_grad_true(call: ast.Call) -> bool:
+    return any(k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return any(node is inner for node in ast.walk(outer)) if outer is not inner else True
+
+
+def module_classes(ctx: FileContext) -> set[str]:
+    """Classes in this file that subclass ``nn.Module`` (directly or through each other)."""
+
+    def compute() -> set[str]:
+        found: set[str] = set()
+        classes = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.ClassDef)]
+        changed = True
+        while changed:
+            changed = False
+            for cls in classes:
+                if cls.name in found:
+                    continue
+                for base in cls.bases:
+                    base_name = qualified(ctx, base) or ""
+                    if base_name.startswith("torch.nn.") or base_name in found or base_name in ("nn.Module", "Module"):
+                        found.add(cls.name)
+                        changed = True
+                        break
+        return found
+
+    return ctx.memo("module_classes", compute)
+
+
+def module_names(ctx: FileContext) -> set[str]:
+    """Dotted names assigned an ``nn.Module`` anywhere in the file (``model = Net()``,
+    ``self.fc = nn.Linear(...)``, ``net = nn.Sequential(...).to(device)``)."""
+
+    def compute() -> set[str]:
+        classes = module_classes(ctx)
+        found: set[str] = set()
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Assign) and _is_module_construction(ctx, node.value, classes):
+                for target in node.targets:
+                    name = dotted(target)
+                    if name:
+                        found.add(name)
+        return found
+
+    return ctx.memo("module_names", compute)
+
+
+def _is_module_construction(ctx: FileContext, value: ast.expr, classes: set[str]) -> bool:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "train", "eval", "double", "float"):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    name = qualified(ctx, value.func) or ""
+    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+        return name.rsplit(".", 1)[-1] != "Parameter"
+    return name in classes
+
+
+def facts(ctx: FileContext, scope: Scope) -> GraphFacts:
+    return ctx.memo(("graph_facts", id(scope.node)), lambda: GraphFacts(ctx, scope))
+
+
+def scope_of(ctx: FileContext, node: ast.AST) -> Scope:
+    """The innermost function (or the module) that contains ``node``."""
+    by_node = {id(s.node): s for s in scopes(ctx)}
+    for parent in ctx.ancestors(node):
+        if id(parent) in by_node:
+            return by_node[id(parent)]
+    return by_node[id(ctx.tree)]

@@ -1,0 +1,68 @@
+"""Dotted names and import aliases: ``th.autograd.grad`` and ``grad`` (from torch.autograd) both
+resolve to ``torch.autograd.grad``."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.context import FileContext
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def last_name(node: ast.AST) -> Optional[str]:
+    """The final identifier of a Name/Attribute (``self.opt`` -> ``opt``)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def import_aliases(ctx: FileContext) -> dict[str, str]:
+    """Local name -> qualified name for every import in the file."""
+
+    def compute() -> dict[str, str]:
+        aliases: dict[str, str] = {}
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        aliases[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        aliases[head] = head
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        return aliases
+
+    return ctx.memo("import_aliases", compute)
+
+
+def qualified(ctx: FileContext, node: ast.AST) -> Optional[str]:
+    """Dotted name with its head resolved through imports (``F.mse_loss`` -> ``torch.nn.functional.mse_loss``)."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    resolved = import_aliases(ctx).get(head)
+    if resolved is None:
+        return name
+    return f"{resolved}.{rest}" if rest else resolved
+
+
+def is_torch(ctx: FileContext, node: ast.AST, *names: str) -> bool:
+    """True if ``node`` names one of ``names`` (e.g. ``torch.no_grad``) through any import alias."""
+    return qualified(ctx, node) in names

@@ -1,0 +1,197 @@
+"""Command line: ``graphfix [check] PATH...``, ``graphfix rules``, ``graphfix explain GFxxx``.
+
+Diffs and diagnostics go to stdout, messages to stderr. Exit codes: 0 clean, 1 findings (or a
+diff), 123 a file could not be read, parsed or fixed, or a rule crashed (as black)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from fixer import __version__
+from fixer.config import ConfigError, Settings, find_pyproject, load
+from fixer.diff import display_path, unified_diff
+from fixer.discovery import discover
+from fixer.engine import FileResult, Options, process_source
+from fixer.output import FORMATS, as_json, github_lines, text_lines
+from fixer.registry import all_rules, by_code, select_rules, unknown_selectors
+from fixer.runner import run
+from fixer.source import encode, decode, SourceError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 123
+SUBCOMMANDS = ("check", "rules", "explain")
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _split(values: Optional[List[str]]) -> list[str]:
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def _err(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _settings(config: Optional[Path]) -> Settings:
+    try:
+        return load(config if config else find_pyproject(Path.cwd()))
+    except ConfigError as exc:
+        _err(f"graphfix: error: {exc}")
+        raise typer.Exit(EXIT_ERROR)
+
+
+@app.command("check")
+def check(
+    paths: List[str] = typer.Argument(None, help="Files or folders to check ('-' reads stdin). Default: current folder."),
+    diff: bool = typer.Option(False, "--diff", help="Print the fixes as unified diffs; write nothing."),
+    fix: bool = typer.Option(False, "--fix", help="Apply fixes in place (to stdout for '-')."),
+    unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Include fixes that change gradients or behaviour."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes, prefixes or names to enable (comma-separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes, prefixes or names to disable."),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="Glob patterns of files/folders to skip."),
+    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="Name to report for source read from stdin."),
+    output_format: Optional[str] = typer.Option(None, "--output-format", help=f"One of: {', '.join(FORMATS)}."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read [tool.graphfix] from."),
+    no_gitignore: bool = typer.Option(False, "--no-respect-gitignore", help="Also check files .gitignore excludes."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
+) -> None:
+    """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
+    settings = _settings(config)
+    if diff and fix:
+        _err("graphfix: error: --diff and --fix cannot be combined")
+        raise typer.Exit(EXIT_ERROR)
+    fmt = output_format or settings.output_format
+    if fmt not in FORMATS:
+        _err(f"graphfix: error: unknown --output-format {fmt!r} (one of: {', '.join(FORMATS)})")
+        raise typer.Exit(EXIT_ERROR)
+    selectors = _split(select) or settings.select
+    ignores = _split(ignore) or settings.ignore
+    bad = unknown_selectors(selectors + ignores)
+    if bad:
+        _err(f"graphfix: error: unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
+        raise typer.Exit(EXIT_ERROR)
+    unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+    options = Options(
+        rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose
+    )
+    paths = paths or ["."]
+    if "-" in paths:
+        if len(paths) > 1:
+            _err("graphfix: error: '-' (stdin) cannot be combined with other paths")
+            raise typer.Exit(EXIT_ERROR)
+        code = _run_stdin(stdin_filename or "-", options, diff, fix, fmt, quiet)
+    else:
+        try:
+            files = discover(paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore)
+        except FileNotFoundError as exc:
+            _err(f"graphfix: error: {exc}: no such file or directory")
+            raise typer.Exit(EXIT_ERROR)
+        results = run(files, options, jobs if jobs is not None else settings.jobs)
+        code = _report(results, options, diff, fix, fmt, quiet)
+    raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
+
+
+def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
+    data = sys.stdin.buffer.read()
+    try:
+        source = decode(data)
+    except SourceError as exc:
+        _err(f"{display_path(name)}: error: {exc}")
+        return EXIT_ERROR
+    # stdin is always analysed: the editor asked about this buffer explicitly
+    result = process_source(name, data, options, source)
+    if fix:
+        sys.stdout.buffer.write(encode(source, result.fixed if result.changed else source.text))
+        sys.stdout.flush()
+        _print_diagnostics([result], "remaining", options.unsafe, fmt, sys.stderr)
+        for error in result.errors:
+            _err(f"{display_path(name)}: error: {error}")
+        return EXIT_ERROR if result.errors else (EXIT_FINDINGS if result.remaining else EXIT_CLEAN)
+    return _report([result], options, diff, fix, fmt, quiet)
+
+
+def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: str, stream) -> int:
+    items = sorted(
+        ((r.path, d) for r in results for d in getattr(r, attr)),
+        key=lambda item: (display_path(item[0]), item[1].sort_key),
+    )
+    if fmt == "json":
+        print(as_json(items), file=stream)
+    else:
+        lines = github_lines(items) if fmt == "github" else text_lines(items, unsafe)
+        for line in lines:
+            print(line, file=stream)
+    return len(items)
+
+
+def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
+    errors = [(r.path, e) for r in results for e in r.errors]
+    changed = [r for r in results if r.changed]
+    if diff:
+        for result in sorted(changed, key=lambda r: display_path(r.path)):
+            sys.stdout.write(unified_diff(result.path, result.original, result.fixed))
+        found = len(changed)
+    else:
+        found = _print_diagnostics(results, "remaining" if fix else "diagnostics", options.unsafe, fmt, sys.stdout)
+    sys.stdout.flush()
+    for path, error in errors:
+        _err(f"{display_path(path)}: error: {error}")
+    if not quiet:
+        _err(_summary(results, changed, options, diff, fix, len(errors)))
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if found else EXIT_CLEAN
+
+
+def _summary(results: list[FileResult], changed: list[FileResult], options: Options, diff: bool, fix: bool, errors: int) -> str:
+    checked = sum(r.parsed for r in results)
+    found = [d for r in results for d in r.diagnostics]
+    tail = f"; {errors} error(s)" if errors else ""
+    if fix or diff:
+        verb = "fixed" if fix else "would fix"
+        remaining = sum(len(r.remaining) for r in results)
+        return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining; {len(results)} file(s) scanned, {checked} analysed{tail}"
+    safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
+    unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
+    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not options.unsafe else "") + ")" if safe or unsafe else ""
+    return f"graphfix: {len(found)} finding(s){hint}; {len(results)} file(s) scanned, {checked} analysed{tail}"
+
+
+@app.command("rules")
+def rules_command() -> None:
+    """List every rule: code, name, fix safety, summary."""
+    for rule in all_rules():
+        typer.echo(f"{rule.code}  {rule.name:<40} {rule.fix_safety:<7} {rule.summary}")
+
+
+@app.command("explain")
+def explain(code: str = typer.Argument(..., help="Rule code (GF101) or name.")) -> None:
+    """Print a rule's documentation."""
+    try:
+        rule = by_code(code)
+    except KeyError:
+        _err(f"graphfix: error: unknown rule {code!r} (see `graphfix rules`)")
+        raise typer.Exit(2)
+    typer.echo(f"# {rule.name} ({rule.code})\n\n{rule.documentation}")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("--version", "-V"):
+        typer.echo(f"graphfix {__version__}")
+        return
+    if not args or (args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help")):
+        args.insert(0, "check")
+    try:
+        app(args=args, prog_name="graphfix", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_ERROR)
+        if code == 2 and args[0] == "check":  # usage error
+            raise SystemExit(EXIT_ERROR)
+        raise SystemExit(code)

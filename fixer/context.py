@@ -1,0 +1,98 @@
+"""One parsed file as the rules see it: source text, AST, positions and parent links."""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+from typing import Iterator, Optional
+
+
+class FileContext:
+    def __init__(self, path: str, source: str, tree: Optional[ast.Module] = None, newline: str = "\n"):
+        self.path = path
+        self.source = source
+        self.newline = newline
+        self.tree = tree if tree is not None else ast.parse(source, filename=path)
+        self.lines = source.splitlines(keepends=True)
+        starts = [0]
+        for line in self.lines:
+            starts.append(starts[-1] + len(line))
+        self._line_starts = starts
+        self.cache: dict[object, object] = {}  # shared analysis results, computed once per file
+
+    # -- positions -------------------------------------------------------------------------
+    def char_col(self, lineno: int, byte_col: int) -> int:
+        """ast columns are UTF-8 byte offsets; convert to a character column."""
+        line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def offset(self, lineno: int, byte_col: int) -> int:
+        return self._line_starts[lineno - 1] + self.char_col(lineno, byte_col)
+
+    def position(self, node: ast.AST) -> tuple[int, int, int, int]:
+        return (
+            node.lineno,
+            self.char_col(node.lineno, node.col_offset),
+            node.end_lineno or node.lineno,
+            self.char_col(node.end_lineno or node.lineno, node.end_col_offset or node.col_offset),
+        )
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)
+        end = self.offset(node.end_lineno, node.end_col_offset)
+        # A node that starts with "(" inside parentheses keeps them; ast drops the outer ones.
+        return start, end
+
+    def text(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.source[start:end]
+
+    def line_start(self, lineno: int) -> int:
+        return self._line_starts[lineno - 1]
+
+    def line_end(self, lineno: int) -> int:
+        """Offset just past the line's newline (or end of file)."""
+        return self._line_starts[lineno]
+
+    def indent_of(self, lineno: int) -> str:
+        line = self.lines[lineno - 1]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    # -- structure -------------------------------------------------------------------------
+    @cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        parents: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                parents[child] = node
+        return parents
+
+    def memo(self, key: object, compute):
+        """Analysis shared by several rules is computed once per file."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        parents = self.parents
+        while node in parents:
+            node = parents[node]
+            yield node
+
+    def statement_of(self, node: ast.AST) -> ast.stmt:
+        if isinstance(node, ast.stmt):
+            return node
+        for parent in self.ancestors(node):
+            if isinstance(parent, ast.stmt):
+                return parent
+        raise ValueError("node outside any statement")
+
+    def is_own_line(self, stmt: ast.stmt) -> bool:
+        """True if ``stmt`` is alone on its lines (no ``a; b`` and no trailing code)."""
+        start = self.offset(stmt.lineno, stmt.col_offset)
+        end = self.offset(stmt.end_lineno, stmt.end_col_offset)
+        before = self.source[self.line_start(stmt.lineno) : start]
+        after = self.source[end : self.line_end(stmt.end_lineno)]
+        return not before.strip() and (not after.strip() or after.strip().startswith("#"))

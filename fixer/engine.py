@@ -1,0 +1,144 @@
+"""parse once -> run rules -> apply fixes -> verify (re-parse, fixpoint) -> result.
+
+The engine knows no rule by name. A file whose fixed text does not parse or does not converge is
+left untouched and reported as an error."""
+
+from __future__ import annotations
+
+import ast
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from fixer.apply import apply_edits, select_fixes
+from fixer.context import FileContext
+from fixer.rule import Diagnostic, Rule
+from fixer.source import Source, SourceError, decode, encode, read_bytes, write_atomic
+from fixer.suppress import find_suppressions, is_suppressed
+
+MAX_PASSES = 6
+
+
+@dataclass(frozen=True)
+class Options:
+    rules: tuple[type[Rule], ...]
+    fix: bool = False  # compute fixed text (for --diff and --fix)
+    unsafe: bool = False
+    write: bool = False  # write fixed text back (--fix on files)
+    verbose: bool = False
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # as found in the original text
+    remaining: list[Diagnostic] = field(default_factory=list)  # after fixing (== diagnostics if not fixing)
+    original: Optional[str] = None  # set when fixed differs
+    fixed: Optional[str] = None
+    errors: list[str] = field(default_factory=list)
+    parsed: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed is not None and self.fixed != self.original
+
+
+class RuleCrash(Exception):
+    pass
+
+
+def run_rules(path: str, text: str, rules: Sequence[type[Rule]], newline: str, verbose: bool) -> tuple[list[Diagnostic], list[str]]:
+    """All diagnostics of ``rules`` on ``text`` (minus suppressed ones) and any rule crashes.
+    Raises SyntaxError if ``text`` does not parse."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text, filename=path)
+    ctx = FileContext(path, text, tree, newline)
+    suppressions = find_suppressions(text)
+    found: list[Diagnostic] = []
+    crashes: list[str] = []
+    for rule in rules:
+        try:
+            for diagnostic in rule().check(ctx):
+                if not is_suppressed(suppressions, diagnostic.code, diagnostic.line, diagnostic.end_line):
+                    found.append(diagnostic)
+        except Exception as exc:  # a rule bug must never stop the run
+            detail = traceback.format_exc() if verbose else f"{type(exc).__name__}: {exc}"
+            crashes.append(f"rule {rule.code} ({rule.name}) crashed: {detail}")
+    return sorted(set(found), key=lambda d: d.sort_key), crashes
+
+
+def fix_text(path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str) -> tuple[str, list[Diagnostic], list[str]]:
+    """Apply fixes pass after pass until none is left. Returns (text, remaining diagnostics, errors);
+    on any failure the original text is returned with the error."""
+    current, remaining = text, diagnostics
+    for _ in range(MAX_PASSES):
+        chosen = select_fixes(remaining, options.unsafe)
+        if not chosen:
+            return current, remaining, []
+        new = apply_edits(current, [edit for d in chosen for edit in d.fix.edits])
+        codes = ", ".join(sorted({d.code for d in chosen}))
+        try:
+            remaining, crashes = run_rules(path, new, options.rules, newline, options.verbose)
+        except SyntaxError as exc:
+            return text, diagnostics, [f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged"]
+        if crashes:
+            return text, diagnostics, crashes
+        if new == current:
+            return current, remaining, [f"fix by {codes} made no change; file left unchanged"]
+        current = new
+    return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"]
+
+
+def active_rules(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """The cheap byte-level pre-filter: only rules whose needle occurs in the file run."""
+    return [rule for rule in rules if rule.prefilter.search(data)]
+
+
+def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:
+    result = FileResult(path)
+    rules = active_rules(data, options.rules)
+    if not rules:
+        return result
+    try:
+        source = source or decode(data)
+    except SourceError as exc:
+        result.errors.append(str(exc))
+        return result
+    try:
+        diagnostics, crashes = run_rules(path, source.text, rules, source.newline, options.verbose)
+    except SyntaxError as exc:
+        result.errors.append(f"cannot parse: {exc.msg} (line {exc.lineno})")
+        return result
+    except (ValueError, RecursionError, MemoryError) as exc:
+        result.errors.append(f"cannot parse: {type(exc).__name__}: {exc}")
+        return result
+    result.parsed = True
+    result.diagnostics = result.remaining = diagnostics
+    result.errors.extend(crashes)
+    if crashes or not options.fix or not any(d.fix for d in diagnostics):
+        return result
+    fixed, remaining, errors = fix_text(path, source.text, diagnostics, options, source.newline)
+    result.errors.extend(errors)
+    result.remaining = remaining
+    if fixed != source.text:
+        result.original, result.fixed = source.text, fixed
+    return result
+
+
+def process_file(path: str, options: Options) -> FileResult:
+    try:
+        data = read_bytes(path)
+        if not active_rules(data, options.rules):
+            return FileResult(path)
+        source = decode(data)
+    except SourceError as exc:
+        return FileResult(path, errors=[str(exc)])
+    result = process_source(path, data, options, source)
+    if options.write and result.changed:
+        try:
+            write_atomic(path, encode(source, result.fixed))
+        except (OSError, UnicodeEncodeError) as exc:
+            result.errors.append(f"cannot write: {exc}")
+    return result

@@ -1,0 +1,59 @@
+"""Reporters: diagnostics as text (``path:line:col: GFxxx [*] message``), JSON or GitHub annotations."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from fixer.diff import display_path
+from fixer.rule import Diagnostic
+
+FORMATS = ("text", "json", "github")
+
+
+def fix_marker(diagnostic: Diagnostic, unsafe: bool) -> str:
+    fix = diagnostic.fix
+    if fix is None:
+        return ""
+    if fix.applicability.value == "safe" or unsafe:
+        return "[*] "
+    return "[-] "  # fixable with --unsafe-fixes
+
+
+def text_lines(items: Iterable[tuple[str, Diagnostic]], unsafe: bool) -> list[str]:
+    return [
+        f"{display_path(path)}:{d.line}:{d.col + 1}: {d.code} {fix_marker(d, unsafe)}{d.message}"
+        for path, d in items
+    ]
+
+
+def github_lines(items: Iterable[tuple[str, Diagnostic]]) -> list[str]:
+    return [
+        f"::error title=graphfix ({d.code}),file={display_path(path)},line={d.line},col={d.col + 1},"
+        f"endLine={d.end_line},endColumn={d.end_col + 1}::{display_path(path)}:{d.line}:{d.col + 1}: {d.code} {d.message}"
+        for path, d in items
+    ]
+
+
+def as_json(items: Iterable[tuple[str, Diagnostic]]) -> str:
+    records = []
+    for path, d in items:
+        fix = None
+        if d.fix is not None:
+            fix = {
+                "applicability": d.fix.applicability.value,
+                "message": d.fix.title or None,
+                "edits": [{"start": e.start, "end": e.end, "content": e.text} for e in d.fix.edits],
+            }
+        records.append(
+            {
+                "code": d.code,
+                "name": d.name,
+                "message": d.message,
+                "filename": display_path(path),
+                "location": {"row": d.line, "column": d.col + 1},
+                "end_location": {"row": d.end_line, "column": d.end_col + 1},
+                "fix": fix,
+            }
+        )
+    return json.dumps(records, indent=2)

@@ -1,0 +1,92 @@
+"""What a rule is and what it reports: rules report, the engine edits."""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator, Optional, Sequence
+
+if TYPE_CHECKING:
+    from fixer.context import FileContext
+
+
+class Applicability(enum.Enum):
+    """ruff's split: safe fixes are applied by default, unsafe ones need --unsafe-fixes."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace source[start:end] (character offsets) with text."""
+
+    start: int
+    end: int
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    edits: tuple[Edit, ...]
+    applicability: Applicability
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    line: int  # 1-based
+    col: int  # 0-based, characters
+    end_line: int
+    end_col: int
+    fix: Optional[Fix] = None
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.line, self.col, self.code)
+
+
+CODE_RE = re.compile(r"^GF[1-9]\d\d$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
+DOC_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
+
+
+class Rule:
+    """Base class. A subclass lives in its own module in ``codemods/``; its module docstring is its
+    documentation. ``prefilter`` is a bytes regex: a file that does not match is never parsed for
+    this rule."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line, for `graphfix rules`
+    fix_safety: ClassVar[str] = "none"  # "safe", "unsafe", "mixed" (per finding) or "none"
+    prefilter: ClassVar[re.Pattern[bytes]] = re.compile(rb"backward\s*\(")
+    documentation: ClassVar[str] = ""
+
+    def check(self, ctx: "FileContext") -> Iterable[Diagnostic]:
+        raise NotImplementedError
+
+    def diagnostic(
+        self,
+        ctx: "FileContext",
+        node: ast.AST,
+        message: str,
+        edits: Sequence[Edit] = (),
+        applicability: Applicability = Applicability.SAFE,
+        title: str = "",
+    ) -> Diagnostic:
+        """A diagnostic at ``node``; ``edits`` (if any) form its fix."""
+        line, col, end_line, end_col = ctx.position(node)
+        fix = Fix(tuple(sorted(edits)), applicability, title) if edits else None
+        return Diagnostic(self.code, self.name, message, line, col, end_line, end_col, fix)
+
+
+def iter_rule_classes(namespace: dict) -> Iterator[type[Rule]]:
+    for value in namespace.values():
+        if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__dict__.get("code"):
+            yield value

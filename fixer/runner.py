@@ -1,0 +1,39 @@
+"""Run the engine over many files, using all cores."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Optional, Sequence
+
+from fixer.engine import FileResult, Options, process_file
+
+_options: Optional[Options] = None
+INLINE_LIMIT = 8  # below this many files a process pool costs more than it saves
+
+
+def _init(options: Options) -> None:
+    global _options
+    _options = options
+
+
+def _work(path: str) -> FileResult:
+    assert _options is not None
+    try:
+        return process_file(path, _options)
+    except Exception as exc:  # never lose the whole run to one file
+        return FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"])
+
+
+def run(paths: Sequence[str], options: Options, jobs: int = 0) -> list[FileResult]:
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    if jobs == 1 or len(paths) < INLINE_LIMIT:
+        _init(options)
+        results = [_work(path) for path in paths]
+    else:
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(jobs, initializer=_init, initargs=(options,)) as pool:
+            chunk = max(1, min(32, len(paths) // (jobs * 8)))
+            results = list(pool.imap_unordered(_work, paths, chunksize=chunk))
+    order = {path: index for index, path in enumerate(paths)}
+    return sorted(results, key=lambda r: order[r.path])

@@ -1,0 +1,71 @@
+"""Reading and writing source files without changing what we did not mean to change:
+encoding (PEP 263 cookie, BOM), newline style and permissions are kept; writes are atomic."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+
+class SourceError(Exception):
+    """A file that cannot be read or decoded; the message is shown to the user as is."""
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str
+    encoding: str  # "utf-8-sig" when the file has a BOM
+    newline: str
+
+
+def detect_newline(text: str) -> str:
+    index = text.find("\n")
+    if index > 0 and text[index - 1] == "\r":
+        return "\r\n"
+    if index < 0 and "\r" in text:
+        return "\r"
+    return "\n"
+
+
+def decode(data: bytes) -> Source:
+    if b"\0" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise SourceError(f"cannot decode: {exc}") from None
+    if encoding == "utf-8-sig":
+        text = text.removeprefix("\ufeff") if hasattr(text, "removeprefix") else text.lstrip("\ufeff")
+    return Source(text, encoding, detect_newline(text))
+
+
+def encode(source: Source, text: str) -> bytes:
+    return text.encode(source.encoding)
+
+
+def read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename it over ``path``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".graphfix-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
