@@ -59,34 +59,43 @@ class LossAccumulatedWithGraph(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
-            calls = backward_calls(ctx, scope)
-            if not calls:
+            found = list(self._candidates(ctx, scope))
+            totals = {accumulator for _, accumulator, _ in found}
+            for diagnostic, accumulator, part in found:
+                # `history.append(epoch_loss / n)` is fixed by fixing `epoch_loss` itself
+                if not (_names_in(part) & (totals - {accumulator})):
+                    yield diagnostic
+
+    def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
+        calls = backward_calls(ctx, scope)
+        if not calls:
+            return
+        graph = facts(ctx, scope)
+        for node in scope_nodes(scope):
+            found = _accumulation(node)
+            if found is None:
                 continue
-            graph = facts(ctx, scope)
-            for node in scope_nodes(scope):
-                found = _accumulation(node)
-                if found is None:
-                    continue
-                stmt, accumulator, value = found
-                if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
-                    continue
-                if not any(_inside(ctx, call.node, _iteration(ctx, scope, stmt)) for call in calls):
-                    continue  # not a loop that backpropagates every iteration
-                part = _graph_part(graph, value, stmt)
-                if part is None or _reaches_backward(ctx, scope, graph, accumulator):
-                    continue
-                method = "item" if _scalar_loss(ctx, scope, part) and _numeric_use(ctx, scope, graph, accumulator, node) else "detach"
-                text = ctx.text(part)
-                new = f"{text}.{method}()" if isinstance(part, ATOMS) else f"({text}).{method}()"
-                start, end = ctx.span(part)
-                yield self.diagnostic(
-                    ctx,
-                    stmt if isinstance(stmt, (ast.AugAssign, ast.Assign)) else node,
-                    f"`{accumulator}` accumulates `{text}` with its autograd graph, keeping every iteration's "
-                    f"graph alive; accumulate `{new}`",
-                    [Edit(start, end, new)],
-                    title=f"Accumulate `{new}`",
-                )
+            stmt, accumulator, value = found
+            if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
+                continue
+            if not any(_inside(ctx, call.node, _iteration(ctx, scope, stmt)) for call in calls):
+                continue  # not a loop that backpropagates every iteration
+            part = _graph_part(graph, value, stmt)
+            if part is None or _reaches_backward(ctx, scope, graph, accumulator):
+                continue
+            method = "item" if _scalar_loss(ctx, scope, part) and _numeric_use(ctx, scope, graph, accumulator, node) else "detach"
+            text = ctx.text(part)
+            new = f"{text}.{method}()" if isinstance(part, ATOMS) else f"({text}).{method}()"
+            start, end = ctx.span(part)
+            diagnostic = self.diagnostic(
+                ctx,
+                stmt,
+                f"`{accumulator}` accumulates `{text}` with its autograd graph, keeping every iteration's "
+                f"graph alive; accumulate `{new}`",
+                [Edit(start, end, new)],
+                title=f"Accumulate `{new}`",
+            )
+            yield diagnostic, accumulator, part
 
 
 def _accumulation(node: ast.AST) -> Optional[tuple[ast.stmt, str, ast.expr]]:
@@ -181,13 +190,12 @@ def _scalar_loss(ctx: FileContext, scope: Scope, part: ast.expr) -> bool:
 
 def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str, accumulation: ast.AST) -> bool:
     """The total starts as a Python number (or empty list) and is never used as a tensor."""
-    for stmt, value in graph.assignments.get(accumulator, []):
-        if stmt is accumulation or _is_accumulation_of(stmt, accumulator):
-            continue
+    initial = [v for s, v in graph.assignments.get(accumulator, []) if s is not accumulation and not _is_accumulation_of(s, accumulator)]
+    if not initial:
+        return False  # e.g. self.total set in another method: type unknown
+    for value in initial:
         if not (isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) or isinstance(value, ast.List) and not value.elts):
             return False
-    if accumulator not in graph.assignments:
-        return False  # e.g. self.total set in another method: type unknown
     for node in scope_nodes(scope):
         if isinstance(node, ast.Attribute) and dotted(node.value) == accumulator and node.attr != "append":
             return False  # total.item(), total.cpu(), ...

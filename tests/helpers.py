@@ -11,6 +11,7 @@ from fixer.registry import all_rules, by_code
 from fixer.rule import Rule
 
 EXPECT_RE = re.compile(r"#\s*expect:\s*(GF\d{3}(?:\s*,\s*GF\d{3})*)")
+MARKER_COMMENT_RE = re.compile(r"[ \t]*#\s*expect:\s*GF\d{3}(?:\s*,\s*GF\d{3})*[ \t]*$", re.MULTILINE)
 
 
 def rule_for_module(module: str) -> type[Rule]:
@@ -26,6 +27,11 @@ def run(path: Path, rules: Sequence[type[Rule]], fix: bool = True, unsafe: bool 
 
 def fixed_text(result: FileResult, original: str) -> str:
     return result.fixed if result.changed else original
+
+
+def strip_markers(text: str) -> str:
+    """The fixed text minus the ``# expect:`` markers, which only the before file carries."""
+    return MARKER_COMMENT_RE.sub("", text)
 
 
 def expected_markers(text: str) -> list[tuple[int, str]]:
