@@ -1,0 +1,100 @@
+"""The engine's self-checks: a fix that breaks syntax or never converges leaves the file alone,
+a crashing rule is reported without stopping the run, overlapping fixes wait for the next pass."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from fixer.apply import apply_edits, select_fixes
+from fixer.engine import Options, process_source
+from fixer.rule import Applicability, Edit, Rule
+
+SOURCE = "loss = model(x)\nloss.backward()\n"
+
+
+class Broken(Rule):
+    code, name, summary = "GF901", "test-broken-fix", "makes invalid code"
+
+    def check(self, ctx):
+        if "backward" in ctx.source:
+            yield self.diagnostic(ctx, ctx.tree.body[1], "m", [Edit(0, 0, "def (")])
+
+
+class Forever(Rule):
+    code, name, summary = "GF902", "test-never-converges", "appends forever"
+
+    def check(self, ctx):
+        node = ctx.tree.body[-1]
+        yield self.diagnostic(ctx, node, "m", [Edit(len(ctx.source), len(ctx.source), "x = 1\n")])
+
+
+class Crashes(Rule):
+    code, name, summary = "GF903", "test-crashes", "raises"
+
+    def check(self, ctx):
+        raise KeyError("boom")
+
+
+class Unsafe(Rule):
+    code, name, summary = "GF904", "test-unsafe-fix", "unsafe rename"
+
+    def check(self, ctx):
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Name) and node.id == "loss":
+                start, end = ctx.span(node)
+                yield self.diagnostic(ctx, node, "m", [Edit(start, end, "total")], Applicability.UNSAFE)
+
+
+def run(rule, **options):
+    return process_source("t.py", SOURCE.encode(), Options(rules=(rule,), fix=True, **options))
+
+
+def test_fix_producing_invalid_code_is_refused():
+    result = run(Broken)
+    assert not result.changed and "produced invalid code" in result.errors[0]
+
+
+def test_fix_that_never_converges_is_refused():
+    result = run(Forever)
+    assert not result.changed and "did not converge" in result.errors[0]
+
+
+def test_rule_crash_is_reported_not_raised():
+    result = run(Crashes)
+    assert result.errors == ["rule GF903 (test-crashes) crashed: KeyError: 'boom'"]
+
+
+def test_unsafe_fixes_need_opt_in():
+    assert not run(Unsafe).changed
+    assert run(Unsafe, unsafe=True).fixed == "total = model(x)\ntotal.backward()\n"
+
+
+def test_prefilter_skips_files_without_the_needle():
+    class Needle(Crashes):
+        prefilter = re.compile(rb"never-present")
+
+    result = process_source("t.py", SOURCE.encode(), Options(rules=(Needle,)))
+    assert not result.parsed and not result.errors
+
+
+def test_overlapping_fixes_wait_for_the_next_pass():
+    class Both(Rule):
+        code, name, summary = "GF905", "test-overlap", "two edits on one span"
+
+        def check(self, ctx):
+            if "x" in ctx.source:
+                yield self.diagnostic(ctx, ctx.tree.body[0], "a", [Edit(0, 1, "y")])
+                yield self.diagnostic(ctx, ctx.tree.body[0], "b", [Edit(0, 4, "z")])
+
+    diagnostics = list(Both().check(type("C", (), {"source": "x = 1", "tree": ast.parse("x = 1"), "position": lambda s, n: (1, 0, 1, 5)})()))
+    chosen = select_fixes(diagnostics, unsafe=False)
+    assert len(chosen) == 1
+    assert apply_edits("x = 1", chosen[0].fix.edits) in ("y = 1", "z1")
+
+
+def test_non_ascii_columns_are_characters():
+    source = "é = 1; loss = model(x)\nloss.backward()\n"
+    result = process_source("t.py", source.encode(), Options(rules=(Unsafe,), fix=True, unsafe=True))
+    assert result.fixed == "é = 1; total = model(x)\ntotal.backward()\n"
+    assert result.diagnostics[0].col == 7
