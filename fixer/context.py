@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from functools import cached_property
+import bisect
+import re
 from typing import Iterator, Optional
 
 
@@ -19,6 +20,8 @@ class FileContext:
             starts.append(starts[-1] + len(line))
         self._line_starts = starts
         self.cache: dict[object, object] = {}  # shared analysis results, computed once per file
+        self._parents: dict[ast.AST, ast.AST] = {}
+        self._all_parents = False
 
     # -- positions -------------------------------------------------------------------------
     def char_col(self, lineno: int, byte_col: int) -> int:
@@ -61,13 +64,25 @@ class FileContext:
         return line[: len(line) - len(line.lstrip(" \t"))]
 
     # -- structure -------------------------------------------------------------------------
-    @cached_property
+    # Parent links are recorded by the walks the analysis already does (statements of the file,
+    # then the expressions of each scope a rule asks about); the full map is built only on a miss.
+    def set_parent(self, child: ast.AST, parent: ast.AST) -> None:
+        self._parents[child] = parent
+
+    @property
     def parents(self) -> dict[ast.AST, ast.AST]:
-        parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                parents[child] = node
-        return parents
+        if not self._all_parents:
+            for node in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(node):
+                    self._parents[child] = node
+            self._all_parents = True
+        return self._parents
+
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        found = self._parents.get(node)
+        if found is None and node is not self.tree and not self._all_parents:
+            found = self.parents.get(node)
+        return found
 
     def memo(self, key: object, compute):
         """Analysis shared by several rules is computed once per file."""
@@ -76,10 +91,27 @@ class FileContext:
         return self.cache[key]
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
-        parents = self.parents
-        while node in parents:
-            node = parents[node]
+        while True:
+            node = self.parent(node)
+            if node is None:
+                return
             yield node
+
+    def lines_matching(self, pattern: "re.Pattern[str]") -> list[int]:
+        """Sorted line numbers where ``pattern`` matches the source text (a cheap gate before walking)."""
+
+        def compute() -> list[int]:
+            return sorted({bisect.bisect_right(self._line_starts, m.start()) for m in pattern.finditer(self.source)})
+
+        return self.memo(("lines", pattern.pattern), compute)
+
+    def mentions(self, node: ast.AST, pattern: "re.Pattern[str]") -> bool:
+        """True if ``pattern`` matches somewhere on the lines of ``node``."""
+        lines = self.lines_matching(pattern)
+        if isinstance(node, ast.Module):
+            return bool(lines)
+        index = bisect.bisect_left(lines, node.lineno)
+        return index < len(lines) and lines[index] <= (node.end_lineno or node.lineno)
 
     def statement_of(self, node: ast.AST) -> ast.stmt:
         if isinstance(node, ast.stmt):

@@ -79,8 +79,14 @@ def _looks_like_class(node: ast.expr) -> bool:
     return bool(name) and name[0].isupper() and not name.isupper() and len(name) > 1
 
 
+BACKWARD_TEXT = re.compile(r"backward|\bgrad\b")
+OPTIMIZER_TEXT = re.compile(r"zero_grad|\.step\b")
+
+
 def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     def compute() -> list[BackwardCall]:
+        if not ctx.mentions(scope.node, BACKWARD_TEXT):
+            return []  # cheap gate: no need to walk a scope that never says "backward"
         return [call for node in scope_nodes(scope) if (call := backward_call(ctx, node)) is not None]
 
     return ctx.memo(("backward_calls", id(scope.node)), compute)
@@ -117,6 +123,8 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
 
 def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
     def compute() -> list[OptimizerCall]:
+        if not ctx.mentions(scope.node, OPTIMIZER_TEXT):
+            return []
         return [call for node in scope_nodes(scope) if (call := optimizer_call(ctx, node)) is not None]
 
     return ctx.memo(("optimizer_calls", id(scope.node)), compute)

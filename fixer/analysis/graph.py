@@ -15,7 +15,7 @@ from typing import Optional
 
 from fixer.analysis.calls import backward_calls
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
 
@@ -236,7 +236,7 @@ def module_classes(ctx: FileContext) -> set[str]:
 
     def compute() -> set[str]:
         found: set[str] = set()
-        classes = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.ClassDef)]
+        classes = statement_index(ctx).classes
         changed = True
         while changed:
             changed = False
@@ -261,8 +261,8 @@ def module_names(ctx: FileContext) -> set[str]:
     def compute() -> set[str]:
         classes = module_classes(ctx)
         found: set[str] = set()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Assign) and _is_module_construction(ctx, node.value, classes):
+        for node in statement_index(ctx).assigns:
+            if _is_module_construction(ctx, node.value, classes):
                 for target in node.targets:
                     name = dotted(target)
                     if name:

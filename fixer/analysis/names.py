@@ -35,7 +35,9 @@ def import_aliases(ctx: FileContext) -> dict[str, str]:
 
     def compute() -> dict[str, str]:
         aliases: dict[str, str] = {}
-        for node in ast.walk(ctx.tree):
+        from fixer.analysis.scopes import statement_index
+
+        for node in statement_index(ctx).imports:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:

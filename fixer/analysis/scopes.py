@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Union
 
 from fixer.analysis.names import is_torch, qualified
@@ -20,6 +20,7 @@ NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "t
 class Scope:
     node: Union[ast.Module, FunctionNode]
     class_node: Optional[ast.ClassDef] = None  # set for methods
+    ctx: Optional[FileContext] = field(default=None, compare=False, repr=False, hash=False)
 
     @property
     def body(self) -> list[ast.stmt]:
@@ -38,43 +39,84 @@ class Scope:
         return args[0].arg if args else None
 
 
-def scopes(ctx: FileContext) -> list[Scope]:
-    def compute() -> list[Scope]:
-        found = [Scope(ctx.tree)]
+@dataclass
+class StatementIndex:
+    """One walk over the file's statements (not expressions): scopes, imports, classes, assignments."""
 
-        def visit(body: Iterable[ast.AST], cls: Optional[ast.ClassDef]) -> None:
-            for node in body:
-                for child in walk_local([node], include_root=True):
+    scopes: list[Scope] = field(default_factory=list)
+    imports: list[Union[ast.Import, ast.ImportFrom]] = field(default_factory=list)
+    classes: list[ast.ClassDef] = field(default_factory=list)
+    assigns: list[ast.Assign] = field(default_factory=list)
+
+
+STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def statement_index(ctx: FileContext) -> StatementIndex:
+    def compute() -> StatementIndex:
+        index = StatementIndex(scopes=[Scope(ctx.tree, None, ctx)])
+
+        def visit(parent: ast.AST, cls: Optional[ast.ClassDef]) -> None:
+            for name in STATEMENT_LISTS:
+                for child in getattr(parent, name, None) or ():
+                    ctx.set_parent(child, parent)
                     if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        found.append(Scope(child, cls))
-                        visit(child.body, None)
-                    elif isinstance(child, ast.ClassDef):
-                        visit(child.body, child)
+                        index.scopes.append(Scope(child, cls, ctx))
+                        visit(child, None)
+                        continue
+                    if isinstance(child, ast.ClassDef):
+                        index.classes.append(child)
+                        visit(child, child)
+                        continue
+                    if isinstance(child, (ast.Import, ast.ImportFrom)):
+                        index.imports.append(child)
+                    elif isinstance(child, ast.Assign):
+                        index.assigns.append(child)
+                    visit(child, cls)
 
-        visit(ctx.tree.body, None)
-        return found
+        visit(ctx.tree, None)
+        return index
 
-    return ctx.memo("scopes", compute)
+    return ctx.memo("statement_index", compute)
 
 
-def walk_local(nodes: Iterable[ast.AST], include_root: bool = False) -> Iterator[ast.AST]:
+def scopes(ctx: FileContext) -> list[Scope]:
+    """The module and every function and method, outer before inner."""
+    return statement_index(ctx).scopes
+
+
+def walk_local(nodes: Iterable[ast.AST], include_root: bool = False, ctx: Optional[FileContext] = None) -> Iterator[ast.AST]:
     """Every node under ``nodes`` in source order, stopping at nested functions, classes and
-    lambdas (which are yielded themselves but not entered)."""
+    lambdas (which are yielded themselves but not entered). Records parent links in ``ctx``."""
     stack = list(reversed(list(nodes)))
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, NESTED):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        children = list(ast.iter_child_nodes(node))
+        if ctx is not None:
+            for child in children:
+                ctx.set_parent(child, node)
+        stack.extend(reversed(children))
 
 
-def scope_nodes(scope: Scope) -> Iterator[ast.AST]:
-    """Nodes of the scope's own body (not nested scopes), in source order."""
-    for node in walk_local(scope.body):
-        if isinstance(node, NESTED):
-            continue
-        yield node
+def scope_nodes(scope: Scope) -> list[ast.AST]:
+    """Nodes of the scope's own body (not nested scopes' bodies), in source order."""
+    ctx = scope.ctx
+    if ctx is None:
+        return [n for n in walk_local(scope.body) if not isinstance(n, NESTED)]
+    return ctx.memo(
+        ("scope_nodes", id(scope.node)),
+        lambda: [n for n in walk_local(_own_roots(scope), ctx=ctx) if not isinstance(n, NESTED)],
+    )
+
+
+def _own_roots(scope: Scope) -> list[ast.AST]:
+    """The scope's body, plus parent links from the scope node to it."""
+    for stmt in scope.body:
+        scope.ctx.set_parent(stmt, scope.node)
+    return list(scope.body)
 
 
 def enclosing_loops(ctx: FileContext, node: ast.AST, scope: Scope) -> list[LoopNode]:
