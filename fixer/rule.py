@@ -51,6 +51,9 @@ class Diagnostic:
         return (self.line, self.col, self.code)
 
 
+# A call that backpropagates: x.backward(...), torch.autograd.grad/backward, an imported `grad`,
+# Lightning's manual_backward. `def backward(ctx, ...)` of an autograd.Function does not match.
+BACKWARD_CALL = re.compile(rb"\.backward\s*\(|autograd\.(?:grad|backward)\b|import[^\n#]*\bgrad\b|manual_backward")
 CODE_RE = re.compile(r"^GF[1-9]\d\d$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 DOC_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
@@ -65,7 +68,7 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]  # one line, for `graphfix rules`
     fix_safety: ClassVar[str] = "none"  # "safe", "unsafe", "mixed" (per finding) or "none"
-    prefilter: ClassVar[re.Pattern[bytes]] = re.compile(rb"backward\s*\(")
+    prefilter: ClassVar[re.Pattern[bytes]] = BACKWARD_CALL
     documentation: ClassVar[str] = ""
 
     def check(self, ctx: "FileContext") -> Iterable[Diagnostic]:
