@@ -155,6 +155,8 @@ def _graph_part(graph: GraphFacts, value: ast.expr, at: ast.AST) -> Optional[ast
     """The smallest sub-expression of ``value`` that carries the graph (``loss`` in ``loss * n``)."""
     if not graph.carries_graph(value, at):
         return None
+    if any(graph.sometimes_detached(name, at) for name in _names_in(value)):
+        return None  # `if backward_now: loss.backward(); loss = loss.detach()`: handled on purpose
     while isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
         left, right = graph.carries_graph(value.left, at), graph.carries_graph(value.right, at)
         if left == right:

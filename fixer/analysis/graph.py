@@ -13,7 +13,7 @@ import enum
 import re
 from typing import Optional
 
-from fixer.analysis.calls import backward_calls
+from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, backward_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
@@ -86,7 +86,14 @@ class GraphFacts:
         if isinstance(target, (ast.Tuple, ast.List)):
             values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
             for index, element in enumerate(target.elts):
-                self._bind(element, stmt, values[index] if values else value)
+                if values:
+                    part = values[index]
+                elif isinstance(value, ast.Call) and not isinstance(element, ast.Starred):
+                    part = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load()), value)
+                    part.end_lineno, part.end_col_offset = value.end_lineno, value.end_col_offset
+                else:
+                    part = value
+                self._bind(element, stmt, part)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, stmt, value)
         else:
@@ -138,7 +145,8 @@ class GraphFacts:
         if isinstance(expr, ast.UnaryOp):
             return Kind.NONE if isinstance(expr.op, ast.Not) else _promote(self.kind(expr.operand, at, seen))
         if isinstance(expr, ast.Subscript):
-            return _promote(self.kind(expr.value, at, seen))
+            element = self._returned_element(expr, seen)
+            return element if element is not None else _promote(self.kind(expr.value, at, seen))
         if isinstance(expr, ast.IfExp):
             return _max([self.kind(expr.body, at, seen), self.kind(expr.orelse, at, seen)])
         if isinstance(expr, (ast.Tuple, ast.List)):
@@ -188,6 +196,13 @@ class GraphFacts:
             return Kind.LEAF if _requires_grad_true(call) else Kind.NONE
         if name in PARAMETER:
             return Kind.LEAF
+        if name in AUTOGRAD_GRAD:  # gradients carry a graph only when built with create_graph=True
+            flag = next((k.value for k in call.keywords if k.arg == "create_graph"), None)
+            if flag is None or isinstance(flag, ast.Constant) and not flag.value:
+                return Kind.NONE
+            return Kind.GRAPH if isinstance(flag, ast.Constant) else Kind.UNKNOWN
+        if name in AUTOGRAD_BACKWARD:
+            return Kind.NONE
         if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
             return Kind.LEAF
         args = _max(self.kind(a, at, seen) for a in [*call.args, *(k.value for k in call.keywords)])
@@ -200,9 +215,50 @@ class GraphFacts:
         ):
             # a tensor method: x.mean(), model(x).sum(), h.view(...)
             return _promote(_max([self.kind(func.value, at, seen), args]))
-        if args >= Kind.LEAF:
-            return Kind.GRAPH if args == Kind.GRAPH else Kind.UNKNOWN
-        return Kind.UNKNOWN
+        local = self._local_function(func)
+        if local is not None:
+            return self._returns(local, seen)
+        return Kind.UNKNOWN  # a function we cannot see into (it may call .item())
+
+    def _local_function(self, func: ast.expr) -> Optional[Scope]:
+        """The function of this file that ``func`` calls: ``helper(...)`` or ``self.helper(...)``."""
+        name = dotted(func)
+        if name is None:
+            return None
+        head, _, attr = name.partition(".")
+        for scope in scopes(self.ctx):
+            node = scope.node
+            if isinstance(node, ast.Module):
+                continue
+            if not attr and node.name == head and scope.class_node is None and self.ctx.parent(node) is self.ctx.tree:
+                return scope
+            if attr and "." not in attr and head == self.scope.self_name and node.name == attr and scope.class_node is self.scope.class_node:
+                return scope
+        return None
+
+    def _returned_element(self, expr: ast.Subscript, seen: set) -> Optional[Kind]:
+        """``helper(...)[i]`` (or ``a, b = helper(...)``) where the local helper returns tuples."""
+        call, index = expr.value, expr.slice
+        if not (isinstance(call, ast.Call) and isinstance(index, ast.Constant) and isinstance(index.value, int)):
+            return None
+        scope = self._local_function(call.func)
+        if scope is None:
+            return None
+        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
+        if not values or not all(isinstance(v, ast.Tuple) and len(v.elts) > index.value for v in values):
+            return None
+        callee = facts(self.ctx, scope)
+        return _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+
+    def _returns(self, scope: Scope, seen: set) -> Kind:
+        """What a local function returns: the strongest kind among its ``return`` values."""
+        key = ("returns", id(scope.node))
+        if key in seen:
+            return Kind.UNKNOWN
+        seen.add(key)
+        callee = facts(self.ctx, scope)
+        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
+        return _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
 
     def is_module(self, func: ast.expr) -> bool:
         """True if calling ``func`` runs an ``nn.Module`` forward pass."""
@@ -213,6 +269,11 @@ class GraphFacts:
             return True
         short = last_name(func) or ""
         return bool(MODULE_NAME.match(short))
+
+    def sometimes_detached(self, name: str, at: ast.AST) -> bool:
+        """True if some assignment of ``name`` reaching ``at`` holds no graph (``x = x.detach()``
+        on one path): the author manages the graph on purpose."""
+        return any(value is not None and self.kind(value, stmt) == Kind.NONE for stmt, value in self.reaching(name, at))
 
     def carries_graph(self, expr: ast.expr, at: Optional[ast.AST] = None) -> bool:
         return self.kind(expr, at) == Kind.GRAPH
