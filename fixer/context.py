@@ -52,6 +52,12 @@ class FileContext:
         start, end = self.span(node)
         return self.source[start:end]
 
+    def row_col(self, offset: int) -> tuple[int, int]:
+        """1-based (row, column) of a character offset."""
+        row = bisect.bisect_right(self._line_starts, offset) - 1
+        row = min(row, len(self.lines) - 1) if self.lines else 0
+        return row + 1, offset - self._line_starts[row] + 1
+
     def line_start(self, lineno: int) -> int:
         return self._line_starts[lineno - 1]
 

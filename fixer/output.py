@@ -43,7 +43,14 @@ def as_json(items: Iterable[tuple[str, Diagnostic]]) -> str:
             fix = {
                 "applicability": d.fix.applicability.value,
                 "message": d.fix.title or None,
-                "edits": [{"start": e.start, "end": e.end, "content": e.text} for e in d.fix.edits],
+                "edits": [
+                    {
+                        "content": e.text,
+                        "location": {"row": e.location[0], "column": e.location[1]},
+                        "end_location": {"row": e.end_location[0], "column": e.end_location[1]},
+                    }
+                    for e in d.fix.edits
+                ],
             }
         records.append(
             {

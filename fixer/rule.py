@@ -26,6 +26,9 @@ class Edit:
     start: int
     end: int
     text: str = ""
+    # 1-based (row, column) of start and end, filled in by Rule.diagnostic for reporters
+    location: tuple[int, int] = field(default=(0, 0), compare=False)
+    end_location: tuple[int, int] = field(default=(0, 0), compare=False)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ class Rule:
     ) -> Diagnostic:
         """A diagnostic at ``node``; ``edits`` (if any) form its fix."""
         line, col, end_line, end_col = ctx.position(node)
-        fix = Fix(tuple(sorted(edits)), applicability, title) if edits else None
+        located = [Edit(e.start, e.end, e.text, ctx.row_col(e.start), ctx.row_col(e.end)) for e in edits]
+        fix = Fix(tuple(sorted(located)), applicability, title) if edits else None
         return Diagnostic(self.code, self.name, message, line, col, end_line, end_col, fix)
 
 

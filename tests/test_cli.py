@@ -148,6 +148,9 @@ def test_json_output(project):
     records = json.loads(out.stdout)
     assert [(r["code"], r["filename"], r["location"]) for r in records] == [("GF301", "train.py", {"row": 15, "column": 5})]
     assert records[0]["fix"]["applicability"] == "safe"
+    assert records[0]["fix"]["edits"] == [
+        {"content": "loss.item()", "location": {"row": 15, "column": 21}, "end_location": {"row": 15, "column": 25}}
+    ]
 
 
 def test_gitignored_and_virtualenv_files_are_skipped(project):

@@ -7,6 +7,7 @@ import ast
 import re
 
 from fixer.apply import apply_edits, select_fixes
+from fixer.context import FileContext
 from fixer.engine import Options, process_source
 from fixer.rule import Applicability, Edit, Rule
 
@@ -87,7 +88,7 @@ def test_overlapping_fixes_wait_for_the_next_pass():
                 yield self.diagnostic(ctx, ctx.tree.body[0], "a", [Edit(0, 1, "y")])
                 yield self.diagnostic(ctx, ctx.tree.body[0], "b", [Edit(0, 4, "z")])
 
-    diagnostics = list(Both().check(type("C", (), {"source": "x = 1", "tree": ast.parse("x = 1"), "position": lambda s, n: (1, 0, 1, 5)})()))
+    diagnostics = list(Both().check(FileContext("t.py", "x = 1")))
     chosen = select_fixes(diagnostics, unsafe=False)
     assert len(chosen) == 1
     assert apply_edits("x = 1", chosen[0].fix.edits) in ("y = 1", "z1")
