@@ -39,15 +39,17 @@ does not fire when it does, as in summing several losses and calling backward on
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import backward_calls
+from fixer.analysis.calls import backpropagates_in, backward_calls
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
+ACCUMULATION_TEXT = re.compile(r"\+=|\+|append")
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
@@ -67,8 +69,7 @@ class LossAccumulatedWithGraph(Rule):
                     yield diagnostic
 
     def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
-        calls = backward_calls(ctx, scope)
-        if not calls:
+        if not ctx.mentions(scope.node, ACCUMULATION_TEXT):
             return
         graph = facts(ctx, scope)
         for node in scope_nodes(scope):
@@ -78,7 +79,7 @@ class LossAccumulatedWithGraph(Rule):
             stmt, accumulator, value = found
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
-            if not any(_inside(ctx, call.node, _iteration(ctx, scope, stmt)) for call in calls):
+            if not backpropagates_in(ctx, scope, _iteration(ctx, scope, stmt)):
                 continue  # not a loop that backpropagates every iteration
             part = _graph_part(graph, value, stmt)
             if part is None or _reaches_backward(ctx, scope, graph, accumulator):

@@ -130,6 +130,24 @@ def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
     return ctx.memo(("optimizer_calls", id(scope.node)), compute)
 
 
+def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
+    """True if running ``region`` (a loop, or the scope itself) backpropagates: a backward call
+    in it, or a call of a function (of this file or an imported project file) that makes one."""
+    from fixer.analysis.project import called_function  # project -> scopes -> (no calls): no cycle at import
+
+    inside = region is scope.node
+    for call in backward_calls(ctx, scope):
+        if inside or any(parent is region for parent in ctx.ancestors(call.node)):
+            return True
+    nodes = scope_nodes(scope) if inside else [n for n in ast.walk(region)]
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            callee = called_function(ctx, scope, node.func)
+            if callee is not None and callee.node is not scope.node and backward_calls(callee.ctx or ctx, callee):
+                return True
+    return False
+
+
 def iter_calls(scope: Scope) -> Iterator[ast.Call]:
     for node in scope_nodes(scope):
         if isinstance(node, ast.Call):

@@ -15,6 +15,7 @@ from typing import Optional
 
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, backward_calls
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
@@ -221,20 +222,7 @@ class GraphFacts:
         return Kind.UNKNOWN  # a function we cannot see into (it may call .item())
 
     def _local_function(self, func: ast.expr) -> Optional[Scope]:
-        """The function of this file that ``func`` calls: ``helper(...)`` or ``self.helper(...)``."""
-        name = dotted(func)
-        if name is None:
-            return None
-        head, _, attr = name.partition(".")
-        for scope in scopes(self.ctx):
-            node = scope.node
-            if isinstance(node, ast.Module):
-                continue
-            if not attr and node.name == head and scope.class_node is None and self.ctx.parent(node) is self.ctx.tree:
-                return scope
-            if attr and "." not in attr and head == self.scope.self_name and node.name == attr and scope.class_node is self.scope.class_node:
-                return scope
-        return None
+        return called_function(self.ctx, self.scope, func)
 
     def _returned_element(self, expr: ast.Subscript, seen: set) -> Optional[Kind]:
         """``helper(...)[i]`` (or ``a, b = helper(...)``) where the local helper returns tuples."""
@@ -247,7 +235,7 @@ class GraphFacts:
         values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
         if not values or not all(isinstance(v, ast.Tuple) and len(v.elts) > index.value for v in values):
             return None
-        callee = facts(self.ctx, scope)
+        callee = facts(scope.ctx or self.ctx, scope)
         return _max(callee.kind(v.elts[index.value], v, seen) for v in values)
 
     def _returns(self, scope: Scope, seen: set) -> Kind:
@@ -256,7 +244,7 @@ class GraphFacts:
         if key in seen:
             return Kind.UNKNOWN
         seen.add(key)
-        callee = facts(self.ctx, scope)
+        callee = facts(scope.ctx or self.ctx, scope)
         values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
         return _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
 

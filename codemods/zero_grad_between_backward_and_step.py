@@ -1,0 +1,154 @@
+"""## What it does
+Finds `optimizer.zero_grad()` (or `model.zero_grad()` on a model whose parameters the optimizer
+updates) that runs after `loss.backward()` and before that optimizer's `step()`, in the same
+straight-line block.
+
+## Why is this bad?
+`backward()` fills `.grad`, `zero_grad()` clears it again, and `step()` then sees no gradients:
+with the default `set_to_none=True` the parameters are skipped entirely, with zeros only weight
+decay and momentum move them. The model does not learn, and nothing raises.
+
+## Example
+```python
+for inputs, targets in loader:
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+```
+
+## Use instead
+```python
+for inputs, targets in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+```
+The fix moves the `zero_grad()` line (with its comments) to the start of the iteration's
+forward pass: the top of the block, or just after the previous optimizer step or zero_grad in it
+(so a GAN's discriminator update keeps its own order), and before every backward whose gradients
+the step should use.
+
+## Fix safety
+Unsafe. The fix changes training on purpose: every `step()` now applies the gradients of the
+iteration's backward instead of none, so all parameters the optimizer owns change differently,
+and after the loop `.grad` holds the last iteration's gradients instead of None (or zeros). The
+moved call crosses the forward pass, whose module code the analysis does not see.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from fixer.analysis.protocol import (
+    Event,
+    attached_start,
+    block_events,
+    blocks,
+    is_docstring,
+    movable,
+    optimizer_params,
+    statement_lines,
+    touches_grads,
+    zeroes_for,
+)
+from fixer.analysis.scopes import Scope, scopes
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+
+class ZeroGradBetweenBackwardAndStep(Rule):
+    code = "GF201"
+    name = "zero-grad-between-backward-and-step"
+    summary = "zero_grad() between backward() and step() wipes the gradients the step needs"
+    fix_safety = "unsafe"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            for block in blocks(scope):
+                yield from self._check_block(ctx, scope, block)
+
+    def _check_block(self, ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterator[Diagnostic]:
+        events = block_events(ctx, scope, block)
+        for zero in events:
+            if zero.kind != "zero_grad" or not zero.direct or zero.call.args or _keyword_other_than_set_to_none(zero.call):
+                continue
+            step = _next_step(ctx, events, zero)
+            backward = _previous_backward(events, zero, step)
+            if step is None or backward is None:
+                continue
+            objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
+            between = block[backward.index + 1 : step.index]
+            if any(touches_grads(ctx, stmt, objects) for stmt in between if stmt is not block[zero.index]):
+                continue  # gradients saved or rewritten around the zero_grad: maybe on purpose
+            yield self._report(ctx, block, events, zero, step, backward, objects)
+
+    def _report(self, ctx, block, events, zero: Event, step: Event, backward: Event, objects: set) -> Diagnostic:
+        statement = block[zero.index]
+        zero_text, step_text = ctx.text(zero.call), ctx.text(step.call)
+        message = (
+            f"`{zero_text}` runs after `{ctx.text(backward.call)}` and before `{step_text}`: the step sees no "
+            f"gradients and the parameters do not learn; zero the gradients before the forward pass"
+        )
+        target = _insertion_index(ctx, block, events, backward, objects)
+        owner = ctx.parent(statement)
+        edits: list[Edit] = []
+        if target is not None and movable(ctx, statement, owner) and movable(ctx, block[target], owner):
+            start, end = statement_lines(ctx, statement, statement)
+            at = attached_start(ctx, block[target])
+            edits = [Edit(at, at, ctx.source[start:end]), Edit(start, end, "")]
+        return self.diagnostic(
+            ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` before the forward pass"
+        )
+
+
+def _keyword_other_than_set_to_none(call: ast.Call) -> bool:
+    return any(k.arg != "set_to_none" for k in call.keywords)
+
+
+def _next_step(ctx: FileContext, events: list[Event], zero: Event) -> Optional[Event]:
+    """The first step after ``zero`` that uses the gradients it clears, with no backward between."""
+    for event in events:
+        if event.index <= zero.index:
+            continue
+        if event.kind == "backward":
+            return None
+        if event.kind == "step":
+            if event.conditional or zeroes_for(ctx, zero.owner, event.owner) is not True:
+                return None
+            return event
+    return None
+
+
+def _previous_backward(events: list[Event], zero: Event, step: Optional[Event]) -> Optional[Event]:
+    """The last unconditional backward before ``zero`` with no step of the same optimizer between."""
+    if step is None:
+        return None
+    found = None
+    for event in events:
+        if event.index >= zero.index:
+            break
+        if event.kind == "backward" and not event.conditional and event.spelling != "owner":
+            found = event
+        elif event.kind == "step" and event.owner == step.owner:
+            found = None
+    return found
+
+
+def _insertion_index(ctx: FileContext, block: list[ast.stmt], events: list[Event], backward: Event, objects: set) -> Optional[int]:
+    """Where the iteration's forward pass starts: walk up from the backward over statements without
+    protocol events (and over earlier plain backward calls, whose gradients the step also uses);
+    stop after a step or zero_grad. None when an earlier conditional backward makes it unclear."""
+    index = backward.index
+    while index > 0:
+        above = [e for e in events if e.index == index - 1]
+        if any(e.kind == "backward" and (e.conditional or not e.direct) for e in above):
+            return None
+        if any(e.kind != "backward" for e in above) or touches_grads(ctx, block[index - 1], objects):
+            break
+        index -= 1
+    if index == 0 and is_docstring(block[0]) and len(block) > 1:
+        index = 1
+    return index

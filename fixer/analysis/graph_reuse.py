@@ -1,0 +1,159 @@
+"""One graph, several backward passes: what the rules about tensors that outlive their graph share.
+
+- ``saves_tensors(expr)``: the expression records an op that keeps saved tensors for backward
+  (``t @ a``, ``a * 2``, ``relu``, a module call). Sums, views and indexing keep none, so a second
+  backward through them does not fail.
+- ``frees_graph(call)``: the backward call frees the graph it traverses.
+- ``derived_names``: names whose value is computed (with a graph) from given names in a region.
+- ``reaches(call, names)``: the backpropagated tensor is one of those names or mentions one.
+- ``repeats_per_iteration``: the backward runs in every iteration of a loop that runs more than once.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Optional
+
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.graph import GraphFacts, Kind
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.scopes import LOOPS, under_no_grad
+from fixer.context import FileContext
+
+# Ops whose backward needs no saved tensor (checked by running two backward passes through them).
+NON_SAVING_METHODS = frozenset(
+    {"sum", "mean", "view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "squeeze", "unsqueeze",
+     "expand", "expand_as", "flatten", "clone", "contiguous", "double", "float", "half", "to", "cat", "stack", "neg",
+     "add", "sub", "detach", "item"}
+)
+NON_SAVING_ATTRIBUTES = frozenset({"T", "mT", "data"})
+
+
+def names_in(expr: ast.AST) -> set[str]:
+    """Every dotted name mentioned in ``expr`` (``a``, ``self.w``, ``self``)."""
+    return {name for node in ast.walk(expr) if (name := dotted(node))}
+
+
+def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    return any(parent is container for parent in ctx.ancestors(node))
+
+
+def saves_tensors(ctx: FileContext, expr: ast.expr) -> bool:
+    """True if evaluating ``expr`` records an autograd op that saves tensors for its backward."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Add, ast.Sub)):
+            return True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            method = func.attr if isinstance(func, ast.Attribute) else None
+            name = qualified(ctx, func) or ""
+            short = name.rsplit(".", 1)[-1] if name.startswith("torch.") else method
+            if short not in NON_SAVING_METHODS:
+                return True
+    return False
+
+
+def frees_graph(call: BackwardCall) -> bool:
+    """The call frees what it traverses: no ``retain_graph`` (or a constant False), no ``create_graph=True``."""
+    if call.keyword("retain_graph") is not None and call.flag("retain_graph") is not False:
+        return False
+    if call.keyword("create_graph") is not None and call.flag("create_graph") is not False:
+        return False
+    return not any(k.arg is None for k in call.node.keywords)  # **kwargs may hold retain_graph
+
+
+def assigned_names(node: ast.AST) -> list[str]:
+    """Names bound by an assignment-like statement (``a, b = ...``, ``x += ...``, ``for i in ...``)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, ast.NamedExpr):
+        targets = [node.target]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        targets = [node.optional_vars]
+    else:
+        return []
+    found = []
+    for target in targets:
+        for part in ast.walk(target):
+            if isinstance(part, (ast.Name, ast.Attribute)) and isinstance(part.ctx, ast.Store):
+                name = dotted(part)
+                if name:
+                    found.append(name)
+    return found
+
+
+def derived_names(ctx: FileContext, graph: GraphFacts, seeds: set[str], nodes: Iterable[ast.AST]) -> set[str]:
+    """``seeds`` plus every name assigned (with a graph) from them among ``nodes``, to a fixpoint
+    (a loop carries values around). Assignments under no_grad or of detached values do not count."""
+    statements = [n for n in nodes if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr))]
+    derived = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for stmt in statements:
+            value = stmt.value
+            if value is None or not (names_in(value) & derived) or under_no_grad(ctx, stmt):
+                continue
+            if graph.kind(value, stmt) == Kind.NONE:
+                continue
+            new = set(assigned_names(stmt)) - derived
+            if new:
+                derived |= new
+                changed = True
+    return derived
+
+
+def reaches(call: BackwardCall, names: set[str]) -> bool:
+    return bool(names_in(call.target) & names)
+
+
+def repeats_per_iteration(ctx: FileContext, call: BackwardCall, loop: ast.AST) -> bool:
+    """True if ``call`` runs in every iteration of ``loop`` and the loop runs more than once: no
+    ``if`` around it inside the loop, no unconditional ``break``/``return`` ending the first
+    iteration, not ``range(1)``."""
+    for parent in ctx.ancestors(call.node):
+        if parent is loop:
+            break
+        if isinstance(parent, (ast.If, ast.IfExp, ast.ExceptHandler, getattr(ast, "Match", ast.If))):
+            return False
+        if isinstance(parent, ast.Try) and any(inside(ctx, call.node, s) or s is call.node for s in parent.orelse):
+            return False
+    if _ends_first_iteration(loop.body):
+        return False
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and _single_iteration(loop.iter):
+        return False
+    return True
+
+
+def _ends_first_iteration(body: list[ast.stmt]) -> bool:
+    for stmt in body:
+        if isinstance(stmt, (ast.Break, ast.Return, ast.Raise)):
+            return True
+        if isinstance(stmt, (ast.With, ast.AsyncWith)) and _ends_first_iteration(stmt.body):
+            return True
+    return False
+
+
+def _single_iteration(iterable: ast.expr) -> bool:
+    if isinstance(iterable, (ast.List, ast.Tuple)):
+        return len(iterable.elts) <= 1
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range":
+        args = iterable.args
+        if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
+            return args[0].value <= 1
+    return False
+
+
+def innermost_loop(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Optional[ast.AST]:
+    for parent in ctx.ancestors(node):
+        if parent is stop:
+            return None
+        if isinstance(parent, LOOPS):
+            return parent
+    return None

@@ -1,0 +1,265 @@
+"""The optimizer protocol of one training iteration: the order of backward / zero_grad / step
+events in a straight-line block, which optimizer owns which model's parameters, and where a
+statement can be moved with the comments attached to it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import backward_calls, optimizer_calls
+from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
+from fixer.context import FileContext
+
+BLOCK_FIELDS = ("body", "orelse", "finalbody")
+CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.IfExp, ast.BoolOp, ast.comprehension, ast.Match)
+OPTIMIZER_CLASSES = re.compile(
+    r"^(SGD|ASGD|Adam|AdamW|Adamax|Adagrad|Adadelta|NAdam|RAdam|RMSprop|Rprop|LBFGS|SparseAdam|Lion|LAMB|Lamb|Adafactor)$"
+)
+# statements that may follow step() as part of one update: scaler.update(), scheduler.step()
+UPDATE_COMPANION = re.compile(r"(scaler|sched|lr_|warmup)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # "backward", "zero_grad" or "step"
+    owner: Optional[str]  # optimizer (or model, for zero_grad); None for a backward
+    call: ast.Call
+    index: int  # position in the block of the statement that holds the call
+    direct: bool  # the statement is exactly this call (``opt.step()`` on its own), not nested in it
+    conditional: bool  # inside an if / loop / try / boolean expression within that statement
+    spelling: str = ""  # backward: BackwardCall.kind ("method", "owner", ...); step: "scaler" or ""
+
+
+def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> list[Event]:
+    """The protocol events of ``block`` in source order (backward calls that fill ``.grad``,
+    zero_grad and step calls), each placed at the block statement that holds it."""
+    positions = {id(stmt): i for i, stmt in enumerate(block)}
+    found: list[tuple[ast.Call, str, Optional[str], str]] = [
+        (call.node, "backward", None, call.kind) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
+    ]
+    found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "") for c in optimizer_calls(ctx, scope)]
+    events = []
+    for node, kind, owner, spelling in found:
+        conditional, holder = False, None
+        for parent in _chain(ctx, node):
+            if id(parent) in positions:
+                holder = parent
+                break
+            conditional = conditional or isinstance(parent, CONDITIONAL)
+        if holder is None:
+            continue
+        direct = isinstance(holder, ast.Expr) and holder.value is node
+        events.append(Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling))
+    return sorted(events, key=lambda e: (e.index, e.call.lineno, e.call.col_offset))
+
+
+def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
+    yield node
+    yield from ctx.ancestors(node)
+
+
+def _block_owner(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
+    return ctx.parent(block[0]) if block else None
+
+
+def blocks(scope: Scope) -> Iterator[list[ast.stmt]]:
+    """Every statement list of the scope: its body, and the bodies of its loops, ifs, withs, trys."""
+    yield scope.body
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in BLOCK_FIELDS:
+                body = getattr(node, name, None)
+                if body:
+                    yield body
+            for handler in getattr(node, "handlers", None) or ():
+                yield handler.body
+
+
+def is_loop_body(ctx: FileContext, block: list[ast.stmt]) -> bool:
+    owner = _block_owner(ctx, block)
+    return isinstance(owner, LOOPS) and owner.body is block
+
+
+# --- which optimizer owns which parameters -------------------------------------------------
+
+
+def is_optimizer_construction(ctx: FileContext, value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    name = qualified(ctx, value.func) or ""
+    return name.startswith("torch.optim.") and not name.startswith("torch.optim.lr_scheduler") or bool(
+        OPTIMIZER_CLASSES.match(last_name(value.func) or "")
+    )
+
+
+def optimizer_params(ctx: FileContext) -> dict[str, Optional[frozenset[str]]]:
+    """Optimizer name (``opt``, ``self.optimizer``) -> the models whose ``.parameters()`` it was
+    built from, or None when its parameters are not all ``model.parameters()`` calls. A name
+    assigned several times gets the union (None if any is unknown)."""
+
+    def compute() -> dict[str, Optional[frozenset[str]]]:
+        owners: dict[str, Optional[frozenset[str]]] = {}
+        for assign in statement_index(ctx).assigns:
+            if len(assign.targets) != 1 or not is_optimizer_construction(ctx, assign.value):
+                continue
+            name = dotted(assign.targets[0])
+            if name is None:
+                continue
+            models = _parameter_owners(ctx, assign)
+            previous = owners.get(name, frozenset())
+            owners[name] = None if models is None or previous is None else previous | models
+        return owners
+
+    return ctx.memo("optimizer_params", compute)
+
+
+def _parameter_owners(ctx: FileContext, assign: ast.Assign) -> Optional[frozenset[str]]:
+    call = assign.value
+    assert isinstance(call, ast.Call)
+    params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+    if params is None:
+        return None
+    models: set[str] = set()
+    for node in ast.walk(params):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("parameters", "named_parameters"):
+            model = dotted(node.func.value)
+            if model is None:
+                return None
+            models.add(model)
+        elif isinstance(node, ast.Name) and not _is_parameters_receiver(ctx, node, params):
+            return None  # a parameter list built elsewhere: unknown
+    if not models:
+        return None
+    return frozenset(models | _aliases(ctx, assign, models))
+
+
+def _is_parameters_receiver(ctx: FileContext, name: ast.Name, root: ast.AST) -> bool:
+    """``model`` in ``model.parameters()`` or ``model.head.parameters()``; builtins like ``list``."""
+    if name.id in ("list", "dict", "filter", "chain", "itertools"):
+        return True
+    node: ast.AST = name
+    for parent in _chain(ctx, name):
+        if parent is root:
+            break
+        if isinstance(parent, ast.Attribute):
+            node = parent
+            continue
+        break
+    return isinstance(node, ast.Attribute) and node.attr in ("parameters", "named_parameters")
+
+
+def _aliases(ctx: FileContext, assign: ast.Assign, models: set[str]) -> set[str]:
+    """``self.model`` for ``model`` when the function that builds the optimizer stores ``self.model = model``."""
+    function = next((a for a in ctx.ancestors(assign) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if function is None:
+        return set()
+    found = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted(node.value) in models:
+            target = dotted(node.targets[0])
+            if target:
+                found.add(target)
+    return found
+
+
+def _related(a: str, b: str) -> bool:
+    """One module is the other or contains it by attribute path (``model`` / ``model.head``)."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def zeroes_for(ctx: FileContext, zeroed: str, optimizer: str) -> Optional[bool]:
+    """Does ``zeroed.zero_grad()`` clear the gradients ``optimizer.step()`` uses? True / False when
+    known, None when the analysis cannot tell."""
+    if zeroed == optimizer:
+        return True
+    owners = optimizer_params(ctx)
+    stepped = owners.get(optimizer)
+    if zeroed in owners:  # another optimizer
+        other = owners[zeroed]
+        if stepped is None or other is None:
+            return None
+        return any(_related(a, b) for a in stepped for b in other)
+    if stepped is None:
+        return None
+    return True if any(_related(zeroed, model) or zeroed.startswith(model + ".") for model in stepped) else None
+
+
+# --- moving statements with their comments ------------------------------------------------
+
+
+def attached_start(ctx: FileContext, stmt: ast.stmt) -> int:
+    """Offset of the first of the comment lines directly above ``stmt`` (same indent, no blank line)."""
+    line = stmt.lineno
+    indent = ctx.indent_of(stmt.lineno)
+    while line > 1:
+        above = ctx.lines[line - 2]
+        if above.strip().startswith("#") and ctx.indent_of(line - 1) == indent:
+            line -= 1
+        else:
+            break
+    return ctx.line_start(line)
+
+
+def statement_lines(ctx: FileContext, first: ast.stmt, last: ast.stmt) -> tuple[int, int]:
+    """(start, end) offsets of whole lines from ``first``'s attached comments to ``last``'s end."""
+    return attached_start(ctx, first), ctx.line_end(last.end_lineno)
+
+
+def movable(ctx: FileContext, stmt: ast.stmt, owner: ast.AST) -> bool:
+    """Alone on its lines, and not on the line of its block's header (``for x in y: step()``)."""
+    return ctx.is_own_line(stmt) and stmt.lineno > getattr(owner, "lineno", 0)
+
+
+def is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def is_update_companion(stmt: ast.stmt) -> bool:
+    """``scaler.update()`` or ``scheduler.step()``: belongs right after the optimizer step."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)):
+        return False
+    func = stmt.value.func
+    owner = last_name(func.value) or ""
+    return func.attr in ("update", "step") and bool(UPDATE_COMPANION.search(owner))
+
+
+def scope_for(ctx: FileContext, node: ast.AST) -> Optional[Scope]:
+    """The scope whose own body holds ``node``."""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            return next((s for s in scopes(ctx) if s.node is parent), None)
+    return None
+
+
+# --- statements that may read or write gradients --------------------------------------------
+
+HARMLESS_GRAD_CALLS = frozenset(
+    {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "requires_grad_", "no_grad", "enable_grad", "set_grad_enabled"}
+)
+
+
+def touches_grads(ctx: FileContext, stmt: ast.stmt, objects: set[str]) -> bool:
+    """True if ``stmt`` may read or write ``.grad`` other than by clipping: a ``.grad`` attribute,
+    a call whose name says ``grad`` (``apply_grads``), or an unknown helper that receives one of
+    ``objects`` (the optimizer, its models) as an argument."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Attribute) and node.attr in ("grad", "_grad", "main_grad"):
+            return True
+        if not isinstance(node, ast.Call):
+            continue
+        name = last_name(node.func) or ""
+        if "grad" in name and name not in HARMLESS_GRAD_CALLS and name != "zero_grad":
+            return True
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if receiver is not None and "scaler" in (last_name(receiver) or ""):
+            continue  # scaler.step(opt), scaler.unscale_(opt)
+        if (qualified(ctx, node.func) or "").startswith("torch."):
+            continue
+        arguments = list(node.args) + [k.value for k in node.keywords]
+        if any(dotted(arg) in objects for arg in arguments):
+            return True
+    return False

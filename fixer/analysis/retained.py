@@ -1,0 +1,328 @@
+"""Where a backward call's graph comes from, and whether anything can walk it again.
+
+``GraphSources(ctx, scope).of(expr, at)`` follows ``expr`` back through the scope's assignments
+(and container mutations such as ``losses.append(loss)``) to the statements that built the
+graph-carrying values it is computed from. It is loop-aware: a value that reaches ``at`` from a
+previous iteration (no assignment in the loop runs before ``at`` every time) is reached through a
+*back edge* and makes the result ``carried``. What cannot be seen (a parameter, an attribute of
+``self``, a graph-carrying global, the loop variable of an unknown iterable used directly as the
+loss) makes the result ``unknown``. Calls are assumed to return fresh values built from their
+arguments; an ``nn.Module`` attribute is a parameter (a leaf).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts, module_names
+from fixer.analysis.names import dotted, import_aliases, qualified
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, statement_index, under_no_grad
+from fixer.context import FileContext
+
+DETACHING = frozenset(
+    {"detach", "detach_", "item", "tolist", "numpy", "data_ptr", "size", "dim", "numel", "nelement", "element_size",
+     "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+     "is_contiguous", "get_device", "stride", "storage_offset", "requires_grad_", "zero_"}
+)
+DETACHING_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_leaf", "grad_fn"})
+PLAIN_CALLS = frozenset(
+    {"float", "int", "bool", "str", "len", "repr", "format", "print", "isinstance", "range", "hasattr", "id", "type", "callable"}
+)
+# methods that read a tensor held by ``self.x`` (otherwise ``self.x.f()`` is an object's method)
+TENSOR_METHODS = frozenset(
+    {"sum", "mean", "pow", "view", "reshape", "norm", "abs", "exp", "log", "sqrt", "squeeze", "unsqueeze", "flatten",
+     "matmul", "mm", "bmm", "t", "transpose", "permute", "contiguous", "clone", "to", "cuda", "cpu", "float", "double",
+     "half", "max", "min", "softmax", "log_softmax", "sigmoid", "tanh", "relu", "mul", "add", "sub", "div", "expand",
+     "repeat", "gather", "index_select", "masked_fill", "clamp", "chunk", "split", "std", "var", "prod", "cumsum",
+     "square", "neg", "dot", "type_as", "expand_as", "view_as", "reshape_as"}
+)
+MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "setdefault", "put"})
+# parameters that by convention hold a data batch, not a graph
+DATA_PARAMETER = re.compile(
+    r"^(batch|batch_idx|batch_nb|dataloader_idx|data|inputs|input|targets|target|labels|label|images|imgs|samples|"
+    r"sample|obs|observations|\w+_batch|batch_\w+)$"
+)
+SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str"})
+TRANSPARENT = (ast.With, ast.AsyncWith)  # blocks that always run their body
+
+
+@dataclass
+class Sources:
+    defs: dict[int, ast.AST] = field(default_factory=dict)  # graph-carrying defining statements
+    back_defs: dict[int, ast.AST] = field(default_factory=dict)  # ... of those, reached from a previous iteration
+    graph_defs: dict[int, ast.AST] = field(default_factory=dict)  # ... of those, certainly a graph (not UNKNOWN)
+    unknown: bool = False
+    carried: bool = False
+
+    def merge(self, other: "Sources") -> None:
+        self.defs.update(other.defs)
+        self.back_defs.update(other.back_defs)
+        self.graph_defs.update(other.graph_defs)
+        self.unknown |= other.unknown
+        self.carried |= other.carried
+
+
+@dataclass(frozen=True)
+class Def:
+    stmt: ast.AST
+    value: Optional[ast.expr]
+    mutation: bool = False
+
+
+class GraphSources:
+    """Sources of graph-carrying values, for one scope."""
+
+    def __init__(self, ctx: FileContext, scope: Scope):
+        self.ctx, self.scope = ctx, scope
+        self.graph: GraphFacts = facts(ctx, scope)
+        self.mutations = _mutations(scope)
+        self.aliases = import_aliases(ctx)
+
+    # -- entry point -----------------------------------------------------------------------
+    def of(self, expr: ast.expr, at: ast.AST) -> Sources:
+        out = Sources()
+        self._visit(expr, at, False, False, out, set(), frozenset())
+        return out
+
+    # -- expressions -----------------------------------------------------------------------
+    def _visit(self, expr, at, through_call: bool, back: bool, out: Sources, seen: set, bound: frozenset) -> None:
+        if expr is None or isinstance(expr, (ast.Constant, ast.JoinedStr, ast.Compare, ast.Lambda)):
+            return
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            self._name(expr, at, through_call, back, out, seen, bound)
+        elif isinstance(expr, ast.Call):
+            self._call(expr, at, through_call, back, out, seen, bound)
+        elif isinstance(expr, ast.Subscript):
+            self._visit(expr.value, at, through_call, back, out, seen, bound)
+        elif isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            return
+        elif isinstance(expr, ast.IfExp):
+            for part in (expr.body, expr.orelse):
+                self._visit(part, at, through_call, back, out, seen, bound)
+        elif isinstance(expr, ast.Dict):
+            for value in expr.values:
+                self._visit(value, at, through_call, back, out, seen, bound)
+        elif isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = bound | {n.id for g in expr.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            for generator in expr.generators:
+                self._visit(generator.iter, at, True, back, out, seen, bound)
+            elements = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
+            for element in elements:
+                self._visit(element, at, through_call, back, out, seen, inner)
+        else:
+            for child in ast.iter_child_nodes(expr):
+                if isinstance(child, ast.expr):
+                    self._visit(child, at, through_call, back, out, seen, bound)
+
+    def _call(self, call: ast.Call, at, through_call, back, out, seen, bound) -> None:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in DETACHING:
+            return
+        name = qualified(self.ctx, func) or ""
+        if name in PLAIN_CALLS or CREATION.match(name) or name in PARAMETER:
+            return
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            self._visit(arg, at, True, back, out, seen, bound)
+        if isinstance(func, ast.Attribute) and self._is_value(func.value, func.attr):
+            self._visit(func.value, at, through_call, back, out, seen, bound)
+
+    def _is_value(self, receiver: ast.expr, method: str) -> bool:
+        """In ``receiver.method(...)``, is ``receiver`` a tensor (not an object offering a method)?"""
+        name = dotted(receiver)
+        if name is None:
+            return True  # model(x).sum(), outputs[0].mean()
+        root = name.split(".")[0]
+        if root in self.aliases or self._is_module_path(name) or root in _definitions(self.ctx):
+            return False
+        if root == self.scope.self_name:
+            return "." in name and method in TENSOR_METHODS
+        return True
+
+    def _is_module_path(self, name: str) -> bool:
+        """``model``, ``self.encoder.weight``: a module or something it holds (a parameter)."""
+        parts = name.split(".")
+        modules = module_names(self.ctx)
+        return any(".".join(parts[:i]) in modules or MODULE_NAME.match(parts[i - 1]) for i in range(1, len(parts) + 1))
+
+    # -- names -----------------------------------------------------------------------------
+    def _name(self, expr, at, through_call, back, out, seen, bound) -> None:
+        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES:
+            return
+        name = dotted(expr)
+        if name is None:
+            self._visit(expr.value, at, through_call, back, out, seen, bound)
+            return
+        if name in bound or name.split(".")[0] in self.aliases or self._is_module_path(name):
+            return
+        defs = self._reaching(name, at)
+        if not defs:
+            self._unseen(name, expr, at, through_call, back, out, seen, bound)
+        for definition, via_back_edge in defs:
+            self._follow(name, definition, through_call, back or via_back_edge, out, seen)
+
+    def _unseen(self, name: str, expr, at, through_call, back, out, seen, bound) -> None:
+        """A name with no assignment reaching ``at`` in this scope."""
+        root = name.split(".")[0]
+        if "." in name:
+            if root == self.scope.self_name or root in _parameters(self.scope) or root not in self.graph.assignments:
+                out.unknown = True  # self.cache, obj.hidden: set somewhere we cannot see
+            else:
+                self._visit(expr.value, at, through_call, back, out, seen, bound)
+        elif name in _parameters(self.scope):
+            if not (_plain_parameter(self.scope, name) or (through_call and DATA_PARAMETER.match(name))):
+                out.unknown = True  # the caller's graph: it may backpropagate through it again
+        elif not isinstance(self.scope.node, ast.Module) and _global_carries_graph(self.ctx, name):
+            out.unknown = True
+
+    def _follow(self, name: str, definition: Def, through_call, back, out: Sources, seen: set) -> None:
+        stmt, value = definition.stmt, definition.value
+        key = (name, id(stmt), back)
+        if key in seen:
+            return
+        seen.add(key)
+        if under_no_grad(self.ctx, stmt):
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._loop_variable(stmt, through_call, back, out, seen)
+            return
+        if isinstance(stmt, ast.withitem):
+            return
+        kind = self.graph.kind(value, stmt) if value is not None else Kind.NONE
+        if isinstance(value, (ast.Dict, ast.DictComp)) or definition.mutation:
+            kind = max(kind, Kind.UNKNOWN)
+        if kind in (Kind.GRAPH, Kind.UNKNOWN):
+            out.defs[id(stmt)] = stmt
+            if kind == Kind.GRAPH:
+                out.graph_defs[id(stmt)] = stmt
+            if back:
+                out.back_defs[id(stmt)] = stmt
+                out.carried = True
+        self._visit(value, stmt, through_call, back, out, seen, frozenset())
+        if isinstance(stmt, ast.AugAssign) and not definition.mutation:
+            for previous, via_back_edge in self._reaching(name, stmt):
+                self._follow(name, previous, through_call, back or via_back_edge, out, seen)
+
+    def _loop_variable(self, loop: ast.AST, through_call, back, out: Sources, seen: set) -> None:
+        """``for x in it``: elements of a graph-carrying container carry graphs; elements of
+        anything else (a data loader) are data, unless used directly as the loss."""
+        inner = Sources()
+        self._visit(loop.iter, loop, True, back, inner, seen, frozenset())
+        if inner.graph_defs:
+            out.merge(inner)
+        elif not through_call:
+            out.unknown = True
+
+    # -- reaching definitions ----------------------------------------------------------------
+    def _reaching(self, name: str, at: ast.AST) -> list[tuple[Def, bool]]:
+        """Definitions of ``name`` that may reach ``at``, each with whether it comes from a previous
+        loop iteration. Container mutations never kill earlier contents."""
+        assigned = [Def(s, v) for s, v in self.graph.assignments.get(name, [])]
+        mutated = [Def(s, v, True) for s, v in self.mutations.get(name, [])]
+        found: list[tuple[Def, bool]] = []
+        straight = {id(s) for s, _ in self.graph.reaching(name, at)}
+        for definition in assigned:
+            if id(definition.stmt) in straight and _before(definition.stmt, at):
+                found.append((definition, False))
+        found += [(m, False) for m in mutated if _before(m.stmt, at)]
+        for loop in enclosing_loops(self.ctx, at, self.scope):
+            inside = [d for d in assigned + mutated if _within(self.ctx, d.stmt, loop)]
+            if any(not d.mutation and self._dominates(d.stmt, at, loop) for d in inside):
+                break
+            found += [(d, True) for d in inside]
+        return found
+
+    def _dominates(self, stmt: ast.AST, at: ast.AST, loop: ast.AST) -> bool:
+        """``stmt`` runs before ``at`` in every iteration of ``loop``."""
+        if stmt is loop:
+            return True  # the loop's own variable
+        if not _before(stmt, at):
+            return False
+        at_ancestors = {id(a) for a in self.ctx.ancestors(at)}
+        for parent in self.ctx.ancestors(stmt):
+            if parent is loop:
+                return True
+            if id(parent) not in at_ancestors and not isinstance(parent, TRANSPARENT):
+                return False  # inside an if/try/inner loop that ``at`` is not in
+        return False
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _before(stmt: ast.AST, at: ast.AST) -> bool:
+    """``stmt`` finishes before ``at`` starts (and does not contain it)."""
+    end = (getattr(stmt, "end_lineno", stmt.lineno), getattr(stmt, "end_col_offset", 0))
+    return end <= (at.lineno, at.col_offset) and not any(n is at for n in ast.walk(stmt))
+
+
+def _within(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    return node is container or any(parent is container for parent in ctx.ancestors(node))
+
+
+def _mutations(scope: Scope) -> dict[str, list[tuple[ast.stmt, Optional[ast.expr]]]]:
+    """``name.append(v)``, ``name[k] = v`` and the like, per container name."""
+    found: dict[str, list] = {}
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Attribute) and call.func.attr in MUTATORS:
+                name = dotted(_container(call.func.value))
+                if name:
+                    value = ast.Tuple(elts=[*call.args, *(k.value for k in call.keywords)], ctx=ast.Load())
+                    found.setdefault(name, []).append((node, value))
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Subscript) and (name := dotted(_container(target))):
+                    found.setdefault(name, []).append((node, node.value))
+    return found
+
+
+def _container(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
+def _parameters(scope: Scope) -> set[str]:
+    node = scope.node
+    if isinstance(node, ast.Module):
+        return set()
+    args = node.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return set(names)
+
+
+def _plain_parameter(scope: Scope, name: str) -> bool:
+    """Annotated ``int``/``float``/``bool``/``str`` or defaulting to such a constant."""
+    args = scope.node.args
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    for arg in positional + args.kwonlyargs:
+        if arg.arg == name and isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS:
+            return True
+    default = defaults.get(name)
+    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float, str)) and default.value is not True
+
+
+def _definitions(ctx: FileContext) -> set[str]:
+    """Module-level function and class names."""
+
+    def compute() -> set[str]:
+        return {n.name for n in ctx.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+    return ctx.memo("retained_definitions", compute)
+
+
+def _global_carries_graph(ctx: FileContext, name: str) -> bool:
+    """A module-level name assigned something that may carry a graph."""
+    module = statement_index(ctx).scopes[0]
+    graph = facts(ctx, module)
+    return any(value is None or graph.kind(value, stmt) in (Kind.GRAPH, Kind.UNKNOWN) for stmt, value in graph.assignments.get(name, []))
+
+
+def sources(ctx: FileContext, scope: Scope) -> GraphSources:
+    return ctx.memo(("graph_sources", id(scope.node)), lambda: GraphSources(ctx, scope))

@@ -1,0 +1,339 @@
+"""Which backward calls walk the same autograd graph.
+
+A backward call frees the saved tensors of every node it walks. A later backward call fails
+("Trying to backward through the graph a second time") when its graph shares a node that saved
+tensors with the earlier one. Two targets share such a node when both derive, through the
+scope's assignments, from one *evaluation* of a graph-carrying value: one module call output
+(``logits, aux = model(x)``), a shared trunk (``h = trunk(x)``), or the same tensor. A loss
+returned by a helper function of the same file is followed into the helper's return expression.
+
+``graph_origins`` answers with ``Origin``s: the assignments a target's graph certainly passes
+through. Only certain facts count: a name with several reaching assignments (a branch, a value
+carried around a loop) contributes nothing, so the answer errs towards "not shared".
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, GraphFacts, Kind, facts
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.scopes import LOOPS, NESTED, Scope, scopes, under_no_grad
+from fixer.context import FileContext
+from fixer.rule import Edit
+
+# Operations whose backward needs no saved tensor (shape bookkeeping, sums, copies).
+NON_SAVING = frozenset(
+    {"add", "sub", "neg", "sum", "mean", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute",
+     "transpose", "t", "contiguous", "clone", "expand", "expand_as", "repeat", "cat", "stack", "chunk", "split",
+     "narrow", "select", "float", "double", "half", "to", "cpu", "cuda", "view_as", "reshape_as", "unbind"}
+)
+SAVING_OPERATORS = (ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.FloorDiv, ast.Mod)
+# grad-free ops (zero or no derivative): a value passing through them carries no usable graph
+ZERO_GRADIENT_METHODS = frozenset({"sign", "round", "floor", "ceil", "trunc", "bool", "long", "int"})
+MAX_HELPER_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class Origin:
+    """One evaluation of a graph-carrying value that a target's graph passes through."""
+
+    key: tuple  # identifies the evaluation: ids of the value node (and of the helper call leading to it)
+    stmt: ast.AST  # the statement (of the scope asked about) that evaluates it
+    saves: bool  # its own operations save tensors for backward (freed by the first backward)
+    value: Optional[ast.AST] = field(default=None, compare=False, hash=False)  # the evaluated expression
+
+
+def graph_origins(ctx: FileContext, scope: Scope, expr: ast.expr, at: ast.AST) -> frozenset[Origin]:
+    """The origins ``expr`` (evaluated at ``at``) certainly derives from."""
+    return _Tracer(ctx, scope).origins(expr, at, ())
+
+
+def saves_tensors(ctx: FileContext, scope: Scope, expr: ast.expr) -> bool:
+    """True if evaluating ``expr`` itself records an operation that saves tensors for backward: a
+    module or criterion call, a torch function or tensor method outside NON_SAVING, ``*``, ``/``,
+    ``@``, ``**``. Names are not followed (their own assignments are separate origins)."""
+    return _Tracer(ctx, scope).saves(expr, 0)
+
+
+class _Tracer:
+    def __init__(self, ctx: FileContext, scope: Scope, depth: int = 0):
+        self.ctx, self.scope, self.depth = ctx, scope, depth
+        self.facts: GraphFacts = facts(ctx, scope)
+
+    def origins(self, expr: ast.expr, at: ast.AST, prefix: tuple, _seen: Optional[set] = None) -> frozenset[Origin]:
+        seen = _seen if _seen is not None else set()
+        found: set[Origin] = set()
+        for node in _flowing_nodes(self.ctx, expr):
+            if isinstance(node, ast.Call) and (helper := self.helper(node)) is not None:
+                found |= self._through_helper(node, helper, at, prefix, seen)
+                continue
+            name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if name is None or (name, id(at)) in seen:
+                continue
+            seen.add((name, id(at)))
+            defs = self.facts.reaching(name, at)
+            if len(defs) != 1 or defs[0][1] is None:
+                continue  # a branch, a loop-carried value or a loop variable: not certain
+            stmt, value = defs[0]
+            if self.facts.kind(value, stmt) != Kind.GRAPH and not self._helper_graph(value):
+                continue
+            if not self._independent_elements(stmt, value):
+                found.add(Origin(prefix + (id(value),), stmt, self.saves(value, 0), value))
+            found |= self.origins(value, stmt, prefix, seen)
+        return frozenset(found)
+
+    # -- helper functions of the same file ------------------------------------------------------
+    def helper(self, call: ast.Call) -> Optional[Scope]:
+        """The same-file function ``call`` runs, when it is a plain function called by name."""
+        if self.depth >= MAX_HELPER_DEPTH or not isinstance(call.func, ast.Name):
+            return None
+        return _functions(self.ctx).get(call.func.id)
+
+    def _helper_graph(self, value: ast.expr) -> bool:
+        helper = self.helper(value) if isinstance(value, ast.Call) else None
+        return helper is not None and _returned_origins(self.ctx, helper, self.depth + 1)[1]
+
+    def _independent_elements(self, stmt: ast.AST, value: ast.expr) -> bool:
+        """``a, b = helper(...)`` where the helper returns a tuple whose elements share no graph."""
+        helper = self.helper(value) if isinstance(value, ast.Call) else None
+        return (
+            helper is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], (ast.Tuple, ast.List))
+            and not _returned_origins(self.ctx, helper, self.depth + 1)[3]
+        )
+
+    def _through_helper(self, call: ast.Call, helper: Scope, at: ast.AST, prefix: tuple, seen: set) -> set[Origin]:
+        """Origins of the arguments whose parameters the helper's return value derives from."""
+        flowing = _returned_origins(self.ctx, helper, self.depth + 1)[0]
+        params = [a.arg for a in helper.node.args.posonlyargs + helper.node.args.args]
+        found: set[Origin] = set()
+        for index, arg in enumerate(call.args):
+            if index < len(params) and params[index] in flowing:
+                found |= self.origins(arg, at, prefix, seen)
+        for keyword in call.keywords:
+            if keyword.arg in flowing:
+                found |= self.origins(keyword.value, at, prefix, seen)
+        return found
+
+    # -- saved tensors --------------------------------------------------------------------------
+    def saves(self, expr: ast.expr, level: int) -> bool:
+        for node in _flowing_nodes(self.ctx, expr, names=False):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, SAVING_OPERATORS):
+                return True
+            if not isinstance(node, ast.Call):
+                continue
+            if self.facts.is_module(node.func):
+                return True
+            helper = self.helper(node)
+            if helper is not None:
+                if _returned_origins(self.ctx, helper, self.depth + 1)[2]:
+                    return True
+                continue
+            name = qualified(self.ctx, node.func) or ""
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else name.rsplit(".", 1)[-1]
+            torch_op = name.startswith("torch.") or (isinstance(node.func, ast.Attribute) and self.facts.kind(node.func.value, node) >= Kind.LEAF)
+            if torch_op and method not in NON_SAVING and method not in DETACHING_METHODS:
+                return True
+        return False
+
+
+def _flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
+    """Sub-expressions of ``expr`` through which a graph flows: not under ``.detach()``, ``.item()``,
+    ``.data``, ``torch.no_grad()``, nor inside nested functions. Names are yielded but not entered."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, NESTED):
+            continue
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and (node.func.attr in DETACHING_METHODS or node.func.attr in ZERO_GRADIENT_METHODS):
+                continue
+            yield node  # the callee is not data: follow the receiver of a method, not the function name
+            callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]
+            stack.extend(reversed([*callee, *node.args, *node.keywords]))
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES:
+            continue
+        if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
+            if names:
+                yield node
+            continue
+        yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _functions(ctx: FileContext) -> dict[str, Scope]:
+    """Module-level functions of the file by name (only names defined once)."""
+
+    def compute() -> dict[str, Scope]:
+        found: dict[str, list[Scope]] = {}
+        for scope in scopes(ctx):
+            if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.class_node is None:
+                if ctx.parent(scope.node) is ctx.tree:
+                    found.setdefault(scope.node.name, []).append(scope)
+        return {name: defs[0] for name, defs in found.items() if len(defs) == 1}
+
+    return ctx.memo("shared_graph_functions", compute)
+
+
+def _returned_origins(ctx: FileContext, helper: Scope, depth: int) -> tuple[set[str], bool, bool, bool]:
+    """(parameters the return values derive from, whether they carry a graph of their own,
+    whether that graph saves tensors, whether the elements of a returned tuple share a saving
+    origin) for a helper function."""
+
+    def compute() -> tuple[set[str], bool, bool, bool]:
+        tracer = _Tracer(ctx, helper, depth)
+        params = {a.arg for a in helper.node.args.posonlyargs + helper.node.args.args + helper.node.args.kwonlyargs}
+        flowing: set[str] = set()
+        own_graph = saves = False
+        elements_share = True
+        for node in ast.walk(helper.node):
+            if not isinstance(node, ast.Return) or node.value is None or _nested_return(ctx, node, helper):
+                continue
+            if under_no_grad(ctx, node):
+                continue
+            names = _root_names(tracer, node.value, node)
+            flowing |= names & params
+            origins = tracer.origins(node.value, node, ())
+            kind = tracer.facts.kind(node.value, node)
+            own_graph = own_graph or kind == Kind.GRAPH or bool(origins)
+            saves = saves or tracer.saves(node.value, 0) or any(o.saves for o in origins)
+            if isinstance(node.value, ast.Tuple):
+                parts = [tracer.origins(e, node, ()) for e in node.value.elts]
+                common = frozenset.intersection(*parts) if parts else frozenset()
+                elements_share = elements_share and any(o.saves for o in common)
+        return flowing, own_graph, saves, elements_share
+
+    return ctx.memo(("shared_graph_returns", id(helper.node), depth), compute)
+
+
+def _nested_return(ctx: FileContext, node: ast.Return, helper: Scope) -> bool:
+    for parent in ctx.ancestors(node):
+        if parent is helper.node:
+            return False
+        if isinstance(parent, NESTED):
+            return True
+    return True
+
+
+def _root_names(tracer: _Tracer, expr: ast.expr, at: ast.AST, seen: Optional[set] = None) -> set[str]:
+    """Names (parameters included) that ``expr`` derives from through graph-carrying flow."""
+    seen = seen if seen is not None else set()
+    names: set[str] = set()
+    for node in _flowing_nodes(tracer.ctx, expr):
+        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name is None or (name, id(at)) in seen:
+            continue
+        seen.add((name, id(at)))
+        names.add(name.split(".")[0])
+        for stmt, value in tracer.facts.reaching(name, at):
+            if value is not None:
+                names |= _root_names(tracer, value, stmt, seen)
+    return names
+
+
+# -- backward calls that follow each other -------------------------------------------------------
+def statement_path(ctx: FileContext, stmt: ast.AST, scope: Scope) -> list[ast.AST]:
+    """``stmt`` and its ancestors up to (excluding) the scope node, innermost first."""
+    path = [stmt]
+    for parent in ctx.ancestors(stmt):
+        if parent is scope.node:
+            return path
+        path.append(parent)
+    return path
+
+
+def runs_after_in_same_pass(ctx: FileContext, scope: Scope, first: ast.stmt, second: ast.stmt, allow_first_loop: bool = False) -> bool:
+    """True if ``second`` runs after ``first`` in the same pass: later in source order, no loop
+    or function between either statement and their common block, and not in exclusive branches
+    (an ``if``'s body and its ``else``). With ``allow_first_loop``, ``first`` may sit in loops
+    that end before ``second`` (the last iteration's value is the one seen after the loop)."""
+    if (second.lineno, second.col_offset) <= (first.end_lineno, first.end_col_offset):
+        return False
+    first_path, second_path = statement_path(ctx, first, scope), statement_path(ctx, second, scope)
+    second_ids = {id(n): i for i, n in enumerate(second_path)}
+    for index, node in enumerate(first_path):
+        if id(node) in second_ids:
+            return False  # one contains the other
+        parent = ctx.parent(node)
+        if parent is None or (id(parent) not in second_ids and parent is not scope.node):
+            if isinstance(parent, LOOPS) and not allow_first_loop:
+                return False
+            continue
+        # ``parent`` is the common ancestor; ``node`` and second's child of it must share a list
+        child = second_path[second_ids[id(parent)] - 1] if parent is not scope.node else second_path[-1]
+        if any(isinstance(n, LOOPS) for n in second_path[: second_path.index(child) + 1]):
+            return False
+        return _same_field(parent, node, child)
+    return False
+
+
+def _same_field(parent: ast.AST, a: ast.AST, b: ast.AST) -> bool:
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        items = getattr(parent, field, None) or []
+        ids = {id(x) for x in items}
+        if id(a) in ids or id(b) in ids:
+            return id(a) in ids and id(b) in ids
+    return False
+
+
+def same_value(ctx: FileContext, scope: Scope, first: BackwardCall, second: BackwardCall) -> bool:
+    """Both calls backpropagate the same tensor: one name with the same single reaching assignment."""
+    name = dotted(first.target)
+    if name is None or name != dotted(second.target):
+        return False
+    graph = facts(ctx, scope)
+    defs_first, defs_second = graph.reaching(name, first.node), graph.reaching(name, second.node)
+    return len(defs_first) == 1 and len(defs_second) == 1 and defs_first[0][0] is defs_second[0][0] and defs_first[0][1] is not None
+
+
+def shared_saving_origins(ctx: FileContext, scope: Scope, first: BackwardCall, second: BackwardCall) -> frozenset[Origin]:
+    """Origins both targets derive from whose operations saved tensors."""
+    one = graph_origins(ctx, scope, first.target, first.node)
+    two = graph_origins(ctx, scope, second.target, second.node)
+    return frozenset(o for o in one & two if o.saves)
+
+
+def retains_graph(call: BackwardCall) -> bool:
+    """The call keeps its graph (retain_graph/create_graph given and not constant False)."""
+    for name in ("retain_graph", "create_graph"):
+        keyword = call.keyword(name)
+        if keyword is not None and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+            return True
+    return False
+
+
+def later_backward_through_same_graph(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[BackwardCall]:
+    """The next backward call of ``scope`` that runs after ``call`` in the same pass and walks a
+    part of its graph that saved tensors (the same tensor, or a shared origin such as one module
+    output). None when no such call is *proven*: None is not a proof that there is none."""
+    stmt = ctx.statement_of(call.node)
+    for later in backward_calls(ctx, scope):
+        later_stmt = ctx.statement_of(later.node)
+        if later is call or not runs_after_in_same_pass(ctx, scope, stmt, later_stmt, allow_first_loop=True):
+            continue
+        if same_value(ctx, scope, call, later) or shared_saving_origins(ctx, scope, call, later):
+            return later
+    return None
+
+
+def keyword_edit(ctx: FileContext, call: ast.Call, name: str, value: str = "True") -> Edit:
+    """An edit that gives ``call`` the keyword ``name=value`` (replacing its value if present)."""
+    existing = next((k for k in call.keywords if k.arg == name), None)
+    if existing is not None:
+        start, end = ctx.span(existing.value)
+        return Edit(start, end, value)
+    start, end = ctx.span(call)
+    closing = end - 1  # the call's ")"
+    items = [*call.args, *call.keywords]
+    if not items:
+        return Edit(closing, closing, f"{name}={value}")
+    last_end = ctx.span(items[-1])[1]
+    between = ctx.source[last_end:closing]
+    if "," in between:
+        comma = last_end + between.index(",") + 1
+        return Edit(comma, comma, f" {name}={value}")
+    return Edit(last_end, last_end, f", {name}={value}")
