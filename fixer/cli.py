@@ -59,6 +59,8 @@ def check(
     config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read [tool.graphfix] from."),
     no_gitignore: bool = typer.Option(False, "--no-respect-gitignore", help="Also check files .gitignore excludes."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+    exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
+    statistics: bool = typer.Option(False, "--statistics", help="Print a count per rule instead of each finding."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
 ) -> None:
@@ -94,7 +96,12 @@ def check(
             _err(f"graphfix: error: {exc}: no such file or directory")
             raise typer.Exit(EXIT_ERROR)
         results = run(files, options, jobs if jobs is not None else settings.jobs)
-        code = _report(results, options, diff, fix, fmt, quiet)
+        if statistics and not diff:
+            code = _statistics(results, fix)
+        else:
+            code = _report(results, options, diff, fix, fmt, quiet)
+        if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and any(r.changed for r in results):
+            code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
 
 
@@ -148,6 +155,20 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if found else EXIT_CLEAN
+
+
+def _statistics(results: list[FileResult], fix: bool) -> int:
+    """``count  code  name`` per rule, most frequent first (for migrating many repositories)."""
+    counts: dict[tuple[str, str], int] = {}
+    for result in results:
+        for d in result.remaining if fix else result.diagnostics:
+            counts[(d.code, d.name)] = counts.get((d.code, d.name), 0) + 1
+    for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        typer.echo(f"{count:>6}  {code}  {name}")
+    errors = [(r.path, e) for r in results for e in r.errors]
+    for path, error in errors:
+        _err(f"{display_path(path)}: error: {error}")
+    return EXIT_ERROR if errors else (EXIT_FINDINGS if counts else EXIT_CLEAN)
 
 
 def _summary(results: list[FileResult], changed: list[FileResult], options: Options, diff: bool, fix: bool, errors: int) -> str:

@@ -178,3 +178,12 @@ def test_rules_and_explain(project):
     doc = graphfix("explain", "GF301", cwd=project)
     assert doc.returncode == 0 and b"## Why is this bad?" in doc.stdout
     assert graphfix("explain", "GF999", cwd=project).returncode != 0
+
+
+def test_statistics_and_exit_non_zero_on_fix(project):
+    (project / "more.py").write_text(BUGGY)
+    out = graphfix("--statistics", ".", cwd=project)
+    assert out.returncode == 1
+    assert out.stdout.decode().split() == ["2", "GF301", "loss-accumulated-with-graph"]
+    assert graphfix("--fix", "--exit-non-zero-on-fix", ".", cwd=project).returncode == 1
+    assert graphfix("--fix", "--exit-non-zero-on-fix", ".", cwd=project).returncode == 0
