@@ -1,6 +1,7 @@
 """## What it does
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
-`total = total + loss`, `losses.append(loss)`, `self.total += loss`) in a training loop that
+`total = total + loss`, `losses.append(loss)`, `self.total += loss`, an average meter's
+`loss_meter.update(loss, n)`) in a training loop that
 backpropagates every iteration, when the total lives longer than the iteration and is never
 backpropagated itself.
 
@@ -44,12 +45,13 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import backpropagates_in, backward_calls
 from fixer.analysis.graph import GraphFacts, facts
-from fixer.analysis.names import dotted, qualified
+from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
 ACCUMULATION_TEXT = re.compile(r"\+=|\+|append")
+METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
@@ -73,7 +75,7 @@ class LossAccumulatedWithGraph(Rule):
             return
         graph = facts(ctx, scope)
         for node in scope_nodes(scope):
-            found = _accumulation(node)
+            found = _accumulation(node, graph)
             if found is None:
                 continue
             stmt, accumulator, value = found
@@ -84,7 +86,8 @@ class LossAccumulatedWithGraph(Rule):
             part = _graph_part(graph, value, stmt)
             if part is None or _reaches_backward(ctx, scope, graph, accumulator):
                 continue
-            method = "item" if _scalar_loss(ctx, scope, part) and _numeric_use(ctx, scope, graph, accumulator, node) else "detach"
+            numeric = _is_meter_update(node) or _numeric_use(ctx, scope, graph, accumulator, node)
+            method = "item" if _scalar_loss(ctx, scope, part) and numeric else "detach"
             text = ctx.text(part)
             new = f"{text}.{method}()" if isinstance(part, ATOMS) else f"({text}).{method}()"
             start, end = ctx.span(part)
@@ -99,7 +102,7 @@ class LossAccumulatedWithGraph(Rule):
             yield diagnostic, accumulator, part
 
 
-def _accumulation(node: ast.AST) -> Optional[tuple[ast.stmt, str, ast.expr]]:
+def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[tuple[ast.stmt, str, ast.expr]]:
     """(statement, accumulator name, added value) for ``acc += v``, ``acc = acc + v``, ``acc.append(v)``."""
     if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
         name = dotted(node.target)
@@ -119,7 +122,23 @@ def _accumulation(node: ast.AST) -> Optional[tuple[ast.stmt, str, ast.expr]]:
                 base = base.value
             name = dotted(base)
             return (node, name, call.args[0]) if name else None
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "update" and call.args and _is_meter(call.func.value, graph):
+            name = dotted(call.func.value)  # AverageMeter.update(loss, n) keeps `self.sum += val * n`
+            return (node, name, call.args[0]) if name else None
     return None
+
+
+def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
+    """An average meter (``loss_meter``, ``losses = AverageMeter()``): its ``update`` sums the value."""
+    if METER_NAME.search(last_name(receiver) or ""):
+        return True
+    name = dotted(receiver)
+    defs = graph.assignments.get(name, []) if graph and name else []
+    return any(isinstance(v, ast.Call) and METER_NAME.search(last_name(v.func) or "") for _, v in defs)
+
+
+def _is_meter_update(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") == "update"
 
 
 def _iteration(ctx: FileContext, scope: Scope, stmt: ast.stmt) -> ast.AST:
