@@ -142,7 +142,7 @@ def _is_parameters_receiver(ctx: FileContext, name: ast.Name, root: ast.AST) -> 
     if name.id in ("list", "dict", "filter", "chain", "itertools"):
         return True
     node: ast.AST = name
-    for parent in _chain(ctx, name):
+    for parent in ctx.ancestors(name):
         if parent is root:
             break
         if isinstance(parent, ast.Attribute):
