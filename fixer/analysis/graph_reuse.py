@@ -1,8 +1,5 @@
 """One graph, several backward passes: what the rules about tensors that outlive their graph share.
 
-- ``saves_tensors(expr)``: the expression records an op that keeps saved tensors for backward
-  (``t @ a``, ``a * 2``, ``relu``, a module call). Sums, views and indexing keep none, so a second
-  backward through them does not fail.
 - ``frees_graph(call)``: the backward call frees the graph it traverses.
 - ``derived_names``: names whose value is computed (with a graph) from given names in a region.
 - ``reaches(call, names)``: the backpropagated tensor is one of those names or mentions one.
@@ -16,18 +13,10 @@ from typing import Iterable, Optional
 
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.graph import GraphFacts, Kind
-from fixer.analysis.names import dotted, qualified
+from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOPS, under_no_grad
+from fixer.analysis.shared_graph import retains_graph
 from fixer.context import FileContext
-
-# Ops whose backward needs no saved tensor (checked by running two backward passes through them).
-NON_SAVING_METHODS = frozenset(
-    {"sum", "mean", "view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "squeeze", "unsqueeze",
-     "expand", "expand_as", "flatten", "clone", "contiguous", "double", "float", "half", "to", "cat", "stack", "neg",
-     "add", "sub", "detach", "item"}
-)
-NON_SAVING_ATTRIBUTES = frozenset({"T", "mT", "data"})
-
 
 def names_in(expr: ast.AST) -> set[str]:
     """Every dotted name mentioned in ``expr`` (``a``, ``self.w``, ``self``)."""
@@ -38,30 +27,10 @@ def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
     return any(parent is container for parent in ctx.ancestors(node))
 
 
-def saves_tensors(ctx: FileContext, expr: ast.expr) -> bool:
-    """True if evaluating ``expr`` records an autograd op that saves tensors for its backward."""
-    for node in ast.walk(expr):
-        if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Add, ast.Sub)):
-            return True
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
-            return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            method = func.attr if isinstance(func, ast.Attribute) else None
-            name = qualified(ctx, func) or ""
-            short = name.rsplit(".", 1)[-1] if name.startswith("torch.") else method
-            if short not in NON_SAVING_METHODS:
-                return True
-    return False
-
-
 def frees_graph(call: BackwardCall) -> bool:
-    """The call frees what it traverses: no ``retain_graph`` (or a constant False), no ``create_graph=True``."""
-    if call.keyword("retain_graph") is not None and call.flag("retain_graph") is not False:
-        return False
-    if call.keyword("create_graph") is not None and call.flag("create_graph") is not False:
-        return False
-    return not any(k.arg is None for k in call.node.keywords)  # **kwargs may hold retain_graph
+    """The call frees what it traverses: no ``retain_graph``/``create_graph`` (or constant False),
+    no ``**kwargs`` that may hold them."""
+    return not retains_graph(call) and not any(k.arg is None for k in call.node.keywords)
 
 
 def assigned_names(node: ast.AST) -> list[str]:

@@ -1,0 +1,284 @@
+"""## What it does
+Finds a tensor computed once before a loop from tensors that require grad (`y = t @ a` with `t`,
+`a` leaves with `requires_grad=True` or parameters, `h = encoder(x)`), which every iteration's
+loss is built from and backpropagated through.
+
+## Why is this bad?
+The graph of `y` is built once and shared by every iteration's graph. The first `backward()`
+frees its saved tensors, so the second iteration raises "Trying to backward through the graph a
+second time". When an optimizer updates the leaves of `y` in the loop, `y` would also be stale:
+it holds the values of the leaves before the first update, so the loss never sees the update.
+Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, module calls);
+`y = a + b`, sums, views and indexing save nothing, can be backpropagated again and are not
+reported.
+
+## Example
+```python
+y = t @ a
+for _ in range(2):
+    loss = measure(t @ (x + y), x)
+    loss.backward()
+```
+
+## Use instead
+Recompute `y` in the loop, right before its first use:
+```python
+for _ in range(2):
+    y = t @ a
+    loss = measure(t @ (x + y), x)
+    loss.backward()
+```
+The assignment is moved (copied when `y` is also used outside the loop). It is recomputed when
+it is a plain expression of tensor ops on names the loop does not rebind, or when it calls
+modules and the loop updates its leaves (an optimizer step or an in-place update). Otherwise the
+loop's `backward()` gets `retain_graph=True`, which keeps the shared graph alive and gives the
+same gradients. `y.detach()` is never the fix: it stops the gradient to `t` and `a`
+(`a.grad` stays None).
+
+## Fix safety
+Recomputing a plain tensor expression is safe: without updates of its leaves the values and all
+gradients equal those of `retain_graph=True`; with updates every iteration uses the current
+leaves, which is what the loop means. Recomputing an expression with module calls is unsafe:
+dropout draws a new mask every iteration (the random stream shifts) and batch norm updates its
+running statistics every iteration. `retain_graph=True` is unsafe: gradients are unchanged, but
+every iteration's graph is kept alive until the next one replaces it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls
+from fixer.analysis.graph import GraphFacts, Kind, facts, module_names
+from fixer.analysis.graph_reuse import (
+    assigned_names,
+    derived_names,
+    frees_graph,
+    innermost_loop,
+    inside,
+    names_in,
+    reaches,
+    repeats_per_iteration,
+)
+from fixer.analysis.names import qualified
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
+from fixer.analysis.shared_graph import keyword_edit, saves_tensors
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+RANDOM = re.compile(r"(^|\.)(rand\w*|bernoulli|multinomial|normal|poisson|\w*dropout\w*|rrelu|gumbel_softmax|manual_seed|save|load|empty\w*)$")
+PURE_TENSOR_METHODS = frozenset(
+    {"matmul", "mm", "bmm", "mv", "dot", "mul", "div", "add", "sub", "pow", "exp", "log", "tanh", "sigmoid", "relu",
+     "softmax", "log_softmax", "sum", "mean", "view", "view_as", "reshape", "t", "transpose", "permute", "squeeze",
+     "unsqueeze", "expand", "expand_as", "flatten", "clone", "contiguous", "double", "float", "half", "to", "abs",
+     "sqrt", "norm", "clamp", "sin", "cos", "repeat", "narrow", "gather", "index_select", "masked_fill", "neg"}
+)
+
+
+@dataclass
+class Finding:
+    name: str
+    stmt: ast.Assign
+    loop: ast.AST
+    calls: list[BackwardCall] = field(default_factory=list)
+
+
+class SubgraphBuiltBeforeLoop(Rule):
+    code = "GF102"
+    name = "subgraph-built-before-loop"
+    summary = "A graph built once before a loop is backpropagated through in every iteration"
+    fix_safety = "mixed"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            for finding in self._findings(ctx, scope):
+                yield self._report(ctx, scope, finding)
+
+    def _findings(self, ctx: FileContext, scope: Scope) -> list[Finding]:
+        calls = backward_calls(ctx, scope)
+        if not calls:
+            return []
+        graph = facts(ctx, scope)
+        found: dict[tuple[int, int], Finding] = {}
+        for call in calls:
+            loop = innermost_loop(ctx, call.node, scope.node)
+            if loop is None or not frees_graph(call) or not repeats_per_iteration(ctx, call, loop):
+                continue
+            body = _body_nodes(ctx, loop)
+            for name, stmt in _built_before(ctx, scope, graph, loop, body):
+                if reaches(call, derived_names(ctx, graph, {name}, body)):
+                    found.setdefault((id(stmt), id(loop)), Finding(name, stmt, loop)).calls.append(call)
+        return list(found.values())
+
+    def _report(self, ctx: FileContext, scope: Scope, finding: Finding) -> Diagnostic:
+        graph = facts(ctx, scope)
+        name, stmt, loop = finding.name, finding.stmt, finding.loop
+        expression = ctx.text(stmt.value)
+        message = (
+            f"`{name} = {expression}` is built once before the loop and backpropagated through in every "
+            f"iteration: the first backward frees its graph, the second fails"
+        )
+        recompute = _recompute_kind(ctx, graph, scope, stmt, loop)
+        if recompute is not None:
+            edits = _recompute_edits(ctx, scope, finding)
+            if edits:
+                safety = Applicability.SAFE if recompute == "pure" else Applicability.UNSAFE
+                return self.diagnostic(ctx, stmt, f"{message}; recompute `{name}` in the loop", edits, safety,
+                                       title=f"Recompute `{name}` inside the loop")
+        if not _updates_leaves(ctx, graph, scope, stmt.value, loop):
+            edits = [edit for call in finding.calls if (edit := _retain_graph_edit(ctx, call))]
+            if len(edits) == len(finding.calls):
+                return self.diagnostic(ctx, stmt, f"{message}; keep it with `retain_graph=True`", edits,
+                                       Applicability.UNSAFE, title="Pass `retain_graph=True` to the loop's backward")
+        return self.diagnostic(ctx, stmt, f"{message}; compute `{name}` inside the loop")
+
+
+def _body_nodes(ctx: FileContext, loop: ast.AST) -> list[ast.AST]:
+    return ctx.memo(("loop_body_nodes", id(loop)), lambda: list(walk_local(loop.body, ctx=ctx)))
+
+
+def _assigned_in(ctx: FileContext, loop: ast.AST) -> set[str]:
+    names = set(assigned_names(loop))
+    for node in _body_nodes(ctx, loop):
+        names.update(assigned_names(node))
+        if isinstance(node, ast.Delete):
+            names.update(names_in(node))
+    return names
+
+
+def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.AST, body: list[ast.AST]) -> Iterator[tuple[str, ast.Assign]]:
+    """(name, assignment) for names read in the loop, bound only by one assignment before it whose
+    value carries a graph with saved tensors from tensors that surely require grad."""
+    assigned = _assigned_in(ctx, loop)
+    read = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - assigned
+    for name in sorted(read):
+        defs = graph.reaching(name, loop)
+        if len(defs) != 1:
+            continue
+        stmt, value = defs[0]
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        if (stmt.lineno, stmt.col_offset) >= (loop.lineno, loop.col_offset) or not inside(ctx, loop, ctx.parent(stmt)):
+            continue
+        if under_no_grad(ctx, stmt) or graph.kind(value, stmt) != Kind.GRAPH or not saves_tensors(ctx, scope, value):
+            continue
+        if _requires_grad_surely(ctx, graph, value, stmt, 3):
+            yield name, stmt
+
+
+def _requires_grad_surely(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST, depth: int) -> bool:
+    """Some input of ``expr`` is a leaf that requires grad, or a module built in this file and not
+    frozen, or a name computed from one of those (a module passed in may be frozen: unknown)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and graph.is_module(node.func):
+            module = ctx.text(node.func)
+            if module in module_names(ctx) and not _frozen(ctx, module):
+                return True
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            kind = graph.kind(node, at)
+            if kind == Kind.LEAF:
+                return True
+            if kind == Kind.GRAPH and depth > 0:
+                defs = graph.reaching(node.id, at)
+                if any(v is not None and _requires_grad_surely(ctx, graph, v, s, depth - 1) for s, v in defs):
+                    return True
+    return False
+
+
+def _frozen(ctx: FileContext, module: str) -> bool:
+    name = re.escape(module)
+    pattern = (
+        rf"{name}\.requires_grad_\(\s*False|{name}\.eval\(\)\.requires_grad_\(\s*False"
+        rf"|for\s+(\w+)\s+in\s+{name}\.parameters\(\)\s*:\s*\n?\s*\1\.requires_grad(_\(\s*False|\s*=\s*False)"
+    )
+    return re.search(pattern, ctx.source) is not None
+
+
+def _recompute_kind(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.Assign, loop: ast.AST) -> Optional[str]:
+    """"pure" for tensor ops only, "module" for module calls when the loop updates the leaves,
+    None when recomputing could change what the expression means."""
+    value = stmt.value
+    if not _inputs_stable(ctx, graph, scope, value, stmt, loop):
+        return None
+    kind = "pure"
+    for node in ast.walk(value):
+        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)) or isinstance(node, ast.comprehension):
+            return None
+        if not isinstance(node, ast.Call):
+            continue
+        name = qualified(ctx, node.func) or ""
+        if name.startswith("torch.") and not RANDOM.search(name) and not name.endswith("_"):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr in PURE_TENSOR_METHODS and graph.kind(node.func.value, stmt) >= Kind.LEAF:
+            continue
+        if graph.is_module(node.func) and ctx.text(node.func) in module_names(ctx):
+            kind = "module"
+            continue
+        return None
+    if kind == "module" and not _updates_leaves(ctx, graph, scope, value, loop):
+        return None
+    return kind
+
+
+def _inputs_stable(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, stmt: ast.AST, loop: ast.AST) -> bool:
+    """No input of ``value`` is rebound between ``stmt`` and the loop or inside the loop (updating a
+    tensor in place, ``a -= lr * a.grad``, is not rebinding)."""
+    inputs = names_in(value)
+    start, end = (stmt.end_lineno, stmt.end_col_offset), (loop.end_lineno, loop.end_col_offset)
+    for node in scope_nodes(scope):
+        bound = set(assigned_names(node)) & inputs
+        if not bound or not hasattr(node, "lineno") or not (start <= (node.lineno, node.col_offset) <= end):
+            continue
+        if isinstance(node, ast.AugAssign) and inside(ctx, node, loop) and graph.kind(node.target, node) >= Kind.LEAF:
+            continue
+        return False
+    return True
+
+
+def _updates_leaves(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, loop: ast.AST) -> bool:
+    """The loop steps an optimizer or updates an input of ``value`` in place."""
+    if any(call.kind == "step" and inside(ctx, call.node, loop) for call in optimizer_calls(ctx, scope)):
+        return True
+    inputs = names_in(value)
+    for node in _body_nodes(ctx, loop):
+        if isinstance(node, ast.AugAssign) and names_in(node.target) & inputs:
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_"):
+            if names_in(node.func.value) & inputs and node.func.attr != "requires_grad_":
+                return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "data" and names_in(t) & inputs for t in node.targets):
+            return True
+    return False
+
+
+def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[Edit]:
+    """Insert the assignment before the loop statement holding the first use; delete the original
+    when nothing outside the loop reads it."""
+    stmt, loop = finding.stmt, finding.loop
+    uses = [n for n in _body_nodes(ctx, loop) if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load)]
+    target = next((s for s in loop.body if any(u is s or inside(ctx, u, s) for u in uses)), None)
+    if target is None or target.lineno == loop.lineno or not ctx.is_own_line(target) or not ctx.is_own_line(stmt):
+        return []
+    old, new = ctx.indent_of(stmt.lineno), ctx.indent_of(target.lineno)
+    lines = ctx.lines[stmt.lineno - 1 : stmt.end_lineno]
+    text = "".join(new + line[len(old):] if line.startswith(old) else line for line in lines)
+    if not text.endswith(("\n", "\r")):
+        text += ctx.newline
+    edits = [Edit(ctx.line_start(target.lineno), ctx.line_start(target.lineno), text)]
+    elsewhere = [
+        n for n in scope_nodes(scope)
+        if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load) and not inside(ctx, n, loop)
+    ]
+    siblings = getattr(ctx.parent(stmt), "body", [])
+    if not elsewhere and stmt in siblings and len(siblings) > 1:
+        edits.append(Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), ""))
+    return edits
+
+
+def _retain_graph_edit(ctx: FileContext, call: BackwardCall) -> Optional[Edit]:
+    if call.keyword("retain_graph") is not None:
+        return None  # retain_graph=False written out: the author decided
+    return keyword_edit(ctx, call.node, "retain_graph")
