@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, GraphFacts, Kind, facts
+from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import LOOPS, NESTED, Scope, scopes, under_no_grad
 from fixer.context import FileContext
@@ -79,12 +79,33 @@ class _Tracer:
             if len(defs) != 1 or defs[0][1] is None:
                 continue  # a branch, a loop-carried value or a loop variable: not certain
             stmt, value = defs[0]
-            if self.facts.kind(value, stmt) != Kind.GRAPH and not self._helper_graph(value):
+            if not self.carries(value, stmt):
                 continue
+            value = _evaluated(stmt, value)
             if not self._independent_elements(stmt, value):
                 found.add(Origin(prefix + (id(value),), stmt, self.saves(value, 0), value))
             found |= self.origins(value, stmt, prefix, seen)
         return frozenset(found)
+
+    def carries(self, expr: ast.expr, at: ast.AST, _seen: Optional[set] = None) -> bool:
+        """``expr`` carries a graph. GraphFacts.kind answers NONE for a method call on a name
+        (``hidden.sum()``: it looks the receiver up twice with one seen-set), so names are
+        followed here, each with a fresh question."""
+        if self.facts.kind(expr, at) == Kind.GRAPH or self._helper_graph(_evaluated(at, expr)):
+            return True
+        seen = _seen if _seen is not None else set()
+        for node in _flowing_nodes(self.ctx, expr):
+            if isinstance(node, ast.Call) and self._helper_graph(node):
+                return True
+            name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if name is None or (name, id(at)) in seen:
+                continue
+            seen.add((name, id(at)))
+            if self.facts.kind(node, at) >= Kind.LEAF:
+                return True
+            if any(value is not None and self.carries(value, stmt, seen) for stmt, value in self.facts.reaching(name, at)):
+                return True
+        return False
 
     # -- helper functions of the same file ------------------------------------------------------
     def helper(self, call: ast.Call) -> Optional[Scope]:
@@ -134,10 +155,18 @@ class _Tracer:
                 continue
             name = qualified(self.ctx, node.func) or ""
             method = node.func.attr if isinstance(node.func, ast.Attribute) else name.rsplit(".", 1)[-1]
-            torch_op = name.startswith("torch.") or (isinstance(node.func, ast.Attribute) and self.facts.kind(node.func.value, node) >= Kind.LEAF)
+            torch_op = name.startswith("torch.") or (isinstance(node.func, ast.Attribute) and self.carries(node.func.value, node))
             if torch_op and method not in NON_SAVING and method not in DETACHING_METHODS:
                 return True
         return False
+
+
+def _evaluated(stmt: ast.AST, value: ast.expr) -> ast.expr:
+    """The expression a statement evaluates once: ``model(x)`` for each name of ``a, b = model(x)``
+    (GraphFacts binds them to ``model(x)[0]`` and ``model(x)[1]``)."""
+    if isinstance(value, ast.Subscript) and isinstance(stmt, ast.Assign) and value.value is stmt.value:
+        return value.value
+    return value
 
 
 def _flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
@@ -150,6 +179,8 @@ def _flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iter
             continue
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Attribute) and (node.func.attr in DETACHING_METHODS or node.func.attr in ZERO_GRADIENT_METHODS):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id in PLAIN_BUILTINS - {"zip", "enumerate"}:
                 continue
             yield node  # the callee is not data: follow the receiver of a method, not the function name
             callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]

@@ -1,0 +1,248 @@
+"""## What it does
+Finds two (or more) backward calls in a row on *different* losses whose graphs share a part that
+saved tensors (one module call's outputs, a shared trunk, an intermediate tensor), when the first
+call does not pass `retain_graph=True`: multi-task heads, actor-critic losses on a shared trunk,
+two networks chained into each other, losses returned by helper functions of the same file.
+
+## Why is this bad?
+The first backward frees the saved tensors of every node it walks, including the shared part.
+The second backward walks that part again and raises `RuntimeError: Trying to backward through
+the graph a second time`.
+
+## Example
+```python
+logits, value = model(x)
+policy_loss = -(log_prob(logits) * advantage).mean()
+value_loss = F.mse_loss(value, returns)
+policy_loss.backward()
+value_loss.backward()
+```
+
+## Use instead
+When nothing between the calls reads or changes gradients or parameters, backpropagate the sum
+once (one walk of the shared part, the least memory):
+```python
+(policy_loss + value_loss).backward()
+```
+When something between does (`zero_grad()` of a second optimizer, `step()`, reading `.grad`,
+gradient clipping, a call the analysis cannot see into), the calls must stay separate and every
+call but the last through the shared graph gets `retain_graph=True`.
+
+Backward calls inside a loop whose shared part is built before the loop are left to GF102
+(`subgraph-built-before-loop`); the same tensor backwarded twice is GF106 (`repeated-backward`).
+Only plain `loss.backward()` calls are merged; calls with arguments (`gradient=`, `inputs=`) or
+other spellings (`scaler.scale(loss).backward()`, `accelerator.backward(loss)`) get `retain_graph`.
+
+## Fix safety
+The merge is safe: the gradients of the sum are the sums of the gradients, identical up to
+floating-point rounding, and nothing between the calls looked at the intermediate gradients.
+`retain_graph=True` changes no gradient at all: it keeps the saved tensors until the last
+backward, so the program computes exactly the gradients it was written to compute. It is marked
+safe when only gradient reads or resets (`zero_grad()`, `.grad`) lie between the calls, and
+unsafe when a parameter may change between them (`step()`, in-place updates, unknown calls):
+then the second backward may meet a saved parameter modified in place and raise instead.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.gradient_effects import Effect, gradient_effect
+from fixer.analysis.graph import facts
+from fixer.analysis.names import dotted
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.shared_graph import (
+    Origin,
+    keyword_edit,
+    retains_graph,
+    runs_after_in_same_pass,
+    same_value,
+    shared_saving_origins,
+)
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+class SeparateBackwardThroughSharedGraph(Rule):
+    code = "GF105"
+    name = "separate-backward-through-shared-graph"
+    summary = "Separate backward calls on losses that share a graph: the first frees what the second needs"
+    fix_safety = "mixed"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            calls = [c for c in backward_calls(ctx, scope) if _standalone(ctx, c)]
+            if len(calls) < 2:
+                continue
+            merged: set[int] = set()
+            for index, call in enumerate(calls):
+                if id(call.node) in merged or retains_graph(call):
+                    continue
+                later = _next_sharing(ctx, scope, call, calls[index + 1 :])
+                if later is None:
+                    continue
+                partner, origins = later
+                chain = _mergeable_chain(ctx, scope, call, calls[index + 1 :])
+                if chain:
+                    diagnostic = _merge(self, ctx, scope, chain, origins)
+                    if diagnostic is not None:
+                        merged.update(id(c.node) for c in chain)
+                        yield diagnostic
+                        continue
+                yield _retain(self, ctx, scope, call, partner, origins)
+
+
+def _standalone(ctx: FileContext, call: BackwardCall) -> bool:
+    stmt = ctx.statement_of(call.node)
+    return isinstance(stmt, ast.Expr) and stmt.value is call.node and call.kind != "autograd.grad"
+
+
+def _next_sharing(ctx: FileContext, scope: Scope, call: BackwardCall, later: list[BackwardCall]) -> Optional[tuple[BackwardCall, frozenset[Origin]]]:
+    """The first later call that walks a saving part of ``call``'s graph, built in the same pass."""
+    stmt = ctx.statement_of(call.node)
+    for other in later:
+        if not runs_after_in_same_pass(ctx, scope, stmt, ctx.statement_of(other.node)):
+            continue
+        if same_value(ctx, scope, call, other):
+            return None  # the same tensor again: GF106
+        origins = shared_saving_origins(ctx, scope, call, other)
+        if not origins:
+            continue
+        loops = enclosing_loops(ctx, stmt, scope)
+        if loops and not all(_inside(ctx, o.stmt, loops[0]) for o in origins):
+            return None  # shared part built before the loop: GF102
+        return other, origins
+    return None
+
+
+def _mergeable_chain(ctx: FileContext, scope: Scope, first: BackwardCall, later: list[BackwardCall]) -> list[BackwardCall]:
+    """``first`` and the following plain ``x.backward()`` statements of the same block that share
+    its graph, with nothing between them touching gradients or parameters."""
+    if not _plain(first):
+        return []
+    chain = [first]
+    block = _block_of(ctx, ctx.statement_of(first.node))
+    for other in later:
+        stmt = ctx.statement_of(other.node)
+        if block is None or not any(s is stmt for s in block) or not _plain(other):
+            break
+        if not any(shared_saving_origins(ctx, scope, c, other) for c in chain) or same_value(ctx, scope, chain[-1], other):
+            break
+        between = _statements_between(block, ctx.statement_of(chain[-1].node), stmt)
+        if gradient_effect(ctx, scope, between) != Effect.NONE:
+            break
+        chain.append(other)
+    return chain if len(chain) > 1 else []
+
+
+def _plain(call: BackwardCall) -> bool:
+    return call.kind == "method" and not call.node.args and not call.node.keywords
+
+
+def _merge(rule: Rule, ctx: FileContext, scope: Scope, chain: list[BackwardCall], origins: frozenset[Origin]) -> Optional[Diagnostic]:
+    """One ``(a + b).backward()`` at the first call (or the last, when a loss is computed between)."""
+    stmts = [ctx.statement_of(c.node) for c in chain]
+    if not all(ctx.is_own_line(s) for s in stmts):
+        return None
+    host = next((i for i in (0, len(chain) - 1) if _all_available_at(ctx, scope, chain, chain[i])), None)
+    if host is None:
+        return None
+    total = " + ".join(_operand(ctx, c.target, i) for i, c in enumerate(chain))
+    receiver = chain[host].node.func.value
+    start, end = ctx.span(receiver)
+    edits = [Edit(start, end, f"({total})")]
+    edits += [_delete_line(ctx, s) for i, s in enumerate(stmts) if i != host]
+    names = ", ".join(f"`{ctx.text(c.target)}`" for c in chain)
+    return rule.diagnostic(
+        ctx,
+        chain[0].node,
+        f"{names} share the graph of {_describe(ctx, origins)}; the first backward frees it and the next raises "
+        f"'backward through the graph a second time'. Backpropagate the sum once: `({total}).backward()`",
+        edits,
+        Applicability.SAFE,
+        title=f"Backpropagate `({total})` once",
+    )
+
+
+def _retain(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
+    stmt, other = ctx.statement_of(call.node), ctx.statement_of(partner.node)
+    between = [n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and _strictly_between(n, stmt, other) and not _inside(ctx, other, n)]
+    effect = gradient_effect(ctx, scope, between)
+    applicability = Applicability.UNSAFE if effect == Effect.CHANGES else Applicability.SAFE
+    reason = "parameters may change between the calls" if effect == Effect.CHANGES else "gradients are read or reset between the calls"
+    return rule.diagnostic(
+        ctx,
+        call.node,
+        f"`{ctx.text(call.target)}` and `{ctx.text(partner.target)}` share the graph of {_describe(ctx, origins)}; "
+        f"this backward frees it and the later one raises 'backward through the graph a second time'. "
+        f"Pass retain_graph=True here ({reason}, so they are not merged)",
+        [keyword_edit(ctx, call.node, "retain_graph")],
+        applicability,
+        title="Pass retain_graph=True",
+    )
+
+
+def _describe(ctx: FileContext, origins: frozenset[Origin]) -> str:
+    latest = max(origins, key=lambda o: (o.stmt.lineno, o.stmt.col_offset))
+    text = ctx.text(latest.value) if latest.value is not None else ctx.text(latest.stmt)
+    return f"`{text if len(text) <= 40 else text[:37] + '...'}`"
+
+
+def _all_available_at(ctx: FileContext, scope: Scope, chain: list[BackwardCall], host: BackwardCall) -> bool:
+    """Every target means the same value at ``host`` as at its own call."""
+    graph = facts(ctx, scope)
+    for call in chain:
+        for node in ast.walk(call.target):
+            name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if name is None:
+                continue
+            here, there = graph.reaching(name, host.node), graph.reaching(name, call.node)
+            if [id(s) for s, _ in here] != [id(s) for s, _ in there]:
+                return False
+            if any(_after(s, host.node) for s, _ in here):
+                return False  # assigned only later (reaching() then returns every assignment)
+    return True
+
+
+def _operand(ctx: FileContext, target: ast.expr, index: int) -> str:
+    text = ctx.text(target)
+    keep = isinstance(target, ATOMS) or (isinstance(target, ast.BinOp) and not isinstance(target.op, (ast.Add, ast.Sub)))
+    return text if keep or (index == 0 and isinstance(target, ast.BinOp)) else f"({text})"
+
+
+def _delete_line(ctx: FileContext, stmt: ast.stmt) -> Edit:
+    """Remove the statement's lines, keeping a trailing comment as a line of its own."""
+    start, end = ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno)
+    tail = ctx.source[ctx.offset(stmt.end_lineno, stmt.end_col_offset) : end].strip()
+    text = f"{ctx.indent_of(stmt.lineno)}{tail}{ctx.newline}" if tail.startswith("#") else ""
+    return Edit(start, end, text)
+
+
+def _block_of(ctx: FileContext, stmt: ast.stmt) -> Optional[list[ast.stmt]]:
+    parent = ctx.parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        items = getattr(parent, field, None) or []
+        if any(s is stmt for s in items):
+            return items
+    return None
+
+
+def _statements_between(block: list[ast.stmt], first: ast.stmt, second: ast.stmt) -> list[ast.stmt]:
+    ids = [id(s) for s in block]
+    return block[ids.index(id(first)) + 1 : ids.index(id(second))]
+
+
+def _strictly_between(node: ast.stmt, first: ast.stmt, second: ast.stmt) -> bool:
+    return (first.end_lineno, first.end_col_offset) <= (node.lineno, node.col_offset) and _after(second, node)
+
+
+def _after(node: ast.AST, at: ast.AST) -> bool:
+    return (node.lineno, node.col_offset) > (at.lineno, at.col_offset)
+
+
+def _inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    return any(parent is container for parent in ctx.ancestors(node))
