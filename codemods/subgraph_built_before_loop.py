@@ -155,6 +155,8 @@ def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.A
     assigned = _assigned_in(ctx, loop)
     read = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - assigned
     for name in sorted(read):
+        if any(not hasattr(stmt, "lineno") for stmt, _ in graph.assignments.get(name, [])):
+            continue  # `with ... as name`: GraphFacts.reaching cannot order a withitem
         defs = graph.reaching(name, loop)
         if len(defs) != 1:
             continue
