@@ -45,6 +45,9 @@ DATA_PARAMETER = re.compile(
     r"^(batch|batch_idx|batch_nb|dataloader_idx|data|inputs|input|targets|target|labels|label|images|imgs|samples|"
     r"sample|obs|observations|\w+_batch|batch_\w+)$"
 )
+DATA_SOURCE = re.compile(r"loader|data|batch|sampler|iter|split|episode|task|env", re.IGNORECASE)
+# ``model_input``, ``net_out``: named after a model, holding a tensor
+TENSOR_NAME = re.compile(r"(input|output|out|pred|logit|loss|feat|feature|hidden|state|emb|grad|score|prob)s?$", re.IGNORECASE)
 SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str"})
 TRANSPARENT = (ast.With, ast.AsyncWith)  # blocks that always run their body
 
@@ -85,6 +88,14 @@ class GraphSources:
     def of(self, expr: ast.expr, at: ast.AST) -> Sources:
         out = Sources()
         self._visit(expr, at, False, False, out, set(), frozenset())
+        return out
+
+    def of_anywhere(self, name: str) -> Sources:
+        """Sources of every value ``name`` is ever given in this scope."""
+        out, seen = Sources(), set()
+        definitions = [Def(s, v) for s, v in self.graph.assignments.get(name, [])]
+        for definition in definitions + [Def(s, v, True) for s, v in self.mutations.get(name, [])]:
+            self._follow(name, definition, True, False, out, seen)
         return out
 
     # -- expressions -----------------------------------------------------------------------
@@ -145,7 +156,10 @@ class GraphSources:
         """``model``, ``self.encoder.weight``: a module or something it holds (a parameter)."""
         parts = name.split(".")
         modules = module_names(self.ctx)
-        return any(".".join(parts[:i]) in modules or MODULE_NAME.match(parts[i - 1]) for i in range(1, len(parts) + 1))
+        return any(
+            ".".join(parts[:i]) in modules or (MODULE_NAME.match(parts[i - 1]) and not TENSOR_NAME.search(parts[i - 1]))
+            for i in range(1, len(parts) + 1)
+        )
 
     # -- names -----------------------------------------------------------------------------
     def _name(self, expr, at, through_call, back, out, seen, bound) -> None:
@@ -206,13 +220,13 @@ class GraphSources:
                 self._follow(name, previous, through_call, back or via_back_edge, out, seen)
 
     def _loop_variable(self, loop: ast.AST, through_call, back, out: Sources, seen: set) -> None:
-        """``for x in it``: elements of a graph-carrying container carry graphs; elements of
-        anything else (a data loader) are data, unless used directly as the loss."""
+        """``for x in it``: elements of a container of graphs carry graphs; elements of a local
+        data container or of something named like a data source (``loader``) are data."""
         inner = Sources()
         self._visit(loop.iter, loop, True, back, inner, seen, frozenset())
         if inner.graph_defs:
             out.merge(inner)
-        elif not through_call:
+        elif inner.unknown and not any(DATA_SOURCE.search(n) for n in _names(loop.iter)):
             out.unknown = True
 
     # -- reaching definitions ----------------------------------------------------------------
@@ -223,11 +237,13 @@ class GraphSources:
         mutated = [Def(s, v, True) for s, v in self.mutations.get(name, [])]
         found: list[tuple[Def, bool]] = []
         straight = {id(s) for s, _ in self.graph.reaching(name, at)}
+        loops = enclosing_loops(self.ctx, at, self.scope)
         for definition in assigned:
-            if id(definition.stmt) in straight and _before(definition.stmt, at):
+            header = any(definition.stmt is loop for loop in loops)  # ``for x in ...`` around ``at``
+            if header or (id(definition.stmt) in straight and _before(definition.stmt, at)):
                 found.append((definition, False))
         found += [(m, False) for m in mutated if _before(m.stmt, at)]
-        for loop in enclosing_loops(self.ctx, at, self.scope):
+        for loop in loops:
             inside = [d for d in assigned + mutated if _within(self.ctx, d.stmt, loop)]
             if any(not d.mutation and self._dominates(d.stmt, at, loop) for d in inside):
                 break
@@ -277,6 +293,10 @@ def _mutations(scope: Scope) -> dict[str, list[tuple[ast.stmt, Optional[ast.expr
                 if isinstance(target, ast.Subscript) and (name := dotted(_container(target))):
                     found.setdefault(name, []).append((node, node.value))
     return found
+
+
+def _names(expr: ast.expr) -> list[str]:
+    return [name for node in ast.walk(expr) if (name := dotted(node))]
 
 
 def _container(node: ast.expr) -> ast.expr:

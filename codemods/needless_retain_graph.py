@@ -1,0 +1,138 @@
+"""## What it does
+Finds `retain_graph=True` on a backward call (`loss.backward(...)`, `torch.autograd.backward`,
+`torch.autograd.grad`, `accelerator.backward(loss, ...)`, `self.manual_backward(loss, ...)`)
+after which nothing can backpropagate through that graph again: it is the last backward of its
+graph, or it sits in a loop that builds a new graph every iteration.
+
+## Why is this bad?
+`retain_graph=True` keeps every tensor the backward pass saved (activations, inputs of every
+multiplication) alive until the graph's tensors die, instead of freeing them as the backward pass
+walks the graph. When no later backward needs them, that is memory held for nothing, often the
+size of the whole forward pass. It is frequently copied from an answer to "Trying to backward
+through the graph a second time", where only the *earlier* backward calls need it.
+
+## Example
+```python
+for inputs, targets in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(inputs), targets)
+    loss.backward(retain_graph=True)
+    optimizer.step()
+```
+
+## Use instead
+```python
+    loss.backward()
+```
+The rule stays silent when a later `backward`/`autograd.grad` may walk any part of the same graph
+(two losses on a shared trunk, a sub-graph built before the loop), with `create_graph`, when the
+value is not the constant `True`, when the graph comes from a parameter or attribute (the caller
+may backpropagate again) or leaves the function (returned, stored on an object, passed to an
+unknown function after the call), and when a graph carried across loop iterations is the reason
+for the keyword (GF101 `graph-carried-across-iterations` reports that cause).
+
+## Fix safety
+Safe: the keyword is removed only where no later backward can reach the graph, so every gradient
+and parameter is unchanged; the saved tensors are just freed during the backward pass.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.retained_walks import walked_again
+from fixer.analysis.scopes import scopes
+from fixer.context import FileContext
+from fixer.rule import Diagnostic, Edit, Rule
+
+# positional arguments a call may have before retain_graph/create_graph could be among them
+MAX_POSITIONAL = {"method": 1, "scaler": 1, "owner": 1, "autograd.backward": 2, "autograd.grad": 3}
+
+
+class NeedlessRetainGraph(Rule):
+    code = "GF302"
+    name = "needless-retain-graph"
+    summary = "retain_graph=True on the last backward through a graph only keeps its saved tensors alive"
+    fix_safety = "safe"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        if "retain_graph" not in ctx.source:
+            return
+        for scope in scopes(ctx):
+            for call in backward_calls(ctx, scope):
+                keyword = _constant_true_retain(call)
+                if keyword is None or walked_again(ctx, scope, call) is not None:
+                    continue
+                yield self.diagnostic(
+                    ctx,
+                    keyword,
+                    "`retain_graph=True` keeps the graph's saved tensors alive, but nothing backpropagates "
+                    "through this graph again; remove it",
+                    remove_keyword(ctx, call.node, keyword),
+                    title="Remove `retain_graph=True`",
+                )
+
+
+def _constant_true_retain(call: BackwardCall) -> Optional[ast.keyword]:
+    keyword = call.keyword("retain_graph")
+    if keyword is None or not (isinstance(keyword.value, ast.Constant) and keyword.value.value is True):
+        return None
+    if any(k.arg is None for k in call.node.keywords) or any(isinstance(a, ast.Starred) for a in call.node.args):
+        return None  # **kwargs / *args may hold create_graph
+    if len(call.node.args) > MAX_POSITIONAL.get(call.kind, 1):
+        return None
+    return keyword
+
+
+def remove_keyword(ctx: FileContext, call: ast.Call, keyword: ast.keyword) -> list[Edit]:
+    """Edits deleting ``keyword`` and its comma from ``call``, keeping comments and the layout of
+    the other arguments; a line left empty is removed, ``f(\\n    k=v\\n)`` becomes ``f()``."""
+    source = ctx.source
+    start, end = ctx.offset(keyword.lineno, keyword.col_offset), ctx.offset(keyword.end_lineno, keyword.end_col_offset)
+    arguments = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    position = arguments.index(keyword)
+    after = _skip_blank(source, end)
+    if len(arguments) == 1:
+        open_paren = source.rindex("(", 0, start)
+        close_paren = source.index(")", after) if source[after] != ")" else after
+        if "#" not in source[open_paren:close_paren]:
+            return [Edit(open_paren + 1, close_paren, "")]
+    if source[after] == ",":
+        stop = after + 1
+        following = stop
+        while following < len(source) and source[following] in " \t":
+            following += 1
+        if source[following:following + 1] not in ("#", "\n", "\r", ""):
+            stop = following  # eat the space before the next argument, not before a comment
+        line_start = source.rfind("\n", 0, start) + 1
+        line_end = source.find("\n", stop)
+        line_end = len(source) if line_end == -1 else line_end
+        if not source[line_start:start].strip() and not source[stop:line_end].strip():
+            return [Edit(line_start, min(line_end + 1, len(source)), "")]  # the keyword had its own line
+        if source[stop:stop + 1] == ")" and position > 0:
+            while start > 0 and source[start - 1] in " \t":
+                start -= 1  # f(a, retain_graph=True,) -> f(a,)
+        return [Edit(start, stop, "")]
+    if position == 0:
+        return [Edit(start, end, "")]  # the only argument, with comments around it
+    previous = arguments[position - 1]
+    comma = _skip_blank(source, ctx.offset(previous.end_lineno, previous.end_col_offset))
+    if "#" in source[comma:start]:
+        return [Edit(comma, comma + 1, ""), Edit(start, end, "")]
+    return [Edit(comma, end, "")]
+
+
+def _skip_blank(source: str, index: int) -> int:
+    """Index of the next character that is not whitespace, a line continuation or a comment."""
+    while index < len(source):
+        char = source[index]
+        if char in " \t\r\n\\":
+            index += 1
+        elif char == "#":
+            newline = source.find("\n", index)
+            index = len(source) if newline == -1 else newline
+        else:
+            break
+    return index

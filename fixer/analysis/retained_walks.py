@@ -1,0 +1,162 @@
+"""Can anything walk a backward call's graph again after it returns?
+
+``walked_again(ctx, scope, call)`` answers None only when it is proven that nothing can: the
+graph is built in this scope (in the same loop iteration when the call is in a loop), no later
+backward or ``autograd.grad`` reaches any statement that built it, and no graph-carrying value it
+is built from leaves what we can see (returned, yielded, stored on an object, appended to a
+container we do not own, read by a nested function, passed after the call to a function that is
+not known to leave graphs alone). Otherwise it returns a short reason, for messages and tests.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
+from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, scope_nodes, scopes
+from fixer.context import FileContext
+
+# callees known not to backpropagate through (or keep) a tensor they are given
+HARMLESS_BUILTINS = frozenset(
+    {"print", "len", "float", "int", "str", "repr", "format", "isinstance", "round", "abs", "min", "max", "bool",
+     "hasattr", "getattr", "id", "type", "enumerate", "zip", "range", "sorted", "any", "all", "callable"}
+)
+HARMLESS_METHODS = frozenset(
+    {"log", "log_dict", "info", "debug", "warning", "warn", "error", "add_scalar", "add_scalars", "add_histogram",
+     "set_postfix", "set_description", "write", "step", "update", "format"}
+)
+OPAQUE = frozenset({"locals", "vars", "exec", "eval", "globals"})
+
+
+def walked_again(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[str]:
+    """None if nothing can backpropagate through ``call``'s graph after it; else why it might."""
+    graph = sources(ctx, scope)
+    own = graph.of(call.target, call.node)
+    if own.unknown:
+        return "its graph may come from outside this function"
+    if own.carried:
+        return "its graph is carried over from a previous iteration"
+    if not own.defs:
+        return "no statement building its graph was found"
+    loops = enclosing_loops(ctx, call.node, scope)
+    if loops and any(not _within(ctx, stmt, loops[0]) for stmt in own.defs.values()):
+        return "part of its graph is built before the loop and reused every iteration"
+    for check in (_higher_order, _later_backward, _escape):
+        reason = check(ctx, scope, graph, call, own)
+        if reason:
+            return reason
+    return None
+
+
+def _higher_order(ctx, scope, graph, call, own) -> Optional[str]:
+    for other in backward_calls(ctx, scope):
+        keyword = other.keyword("create_graph")
+        if keyword is not None and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
+            return "the function computes higher-order gradients (create_graph)"
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPAQUE:
+            return f"the function calls {node.func.id}()"
+        if isinstance(node, ast.Attribute) and (node.attr == "grad_fn" or node.attr.startswith("_saved_")) and _after(node, call.node):
+            return "saved tensors may be read after the backward"
+    return None
+
+
+def _later_backward(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
+    for other in backward_calls(ctx, scope):
+        if other.node is call.node:
+            continue
+        reached = _reached_later(ctx, scope, graph, other.target, other.node, call.node)
+        if reached & own.defs.keys():
+            return f"line {other.node.lineno} backpropagates through the same graph"
+    return None
+
+
+def _reached_later(ctx, scope, graph: GraphSources, expr: ast.expr, at: ast.AST, call: ast.AST) -> set[int]:
+    """Statements ``expr`` (evaluated at ``at``) reaches when ``at`` runs after ``call``: all of
+    them when ``at`` follows it, only those from a previous iteration when ``at`` precedes it in a
+    loop around both."""
+    if _after(at, call):
+        return set(graph.of(expr, at).defs)
+    shared = set(map(id, enclosing_loops(ctx, at, scope))) & set(map(id, enclosing_loops(ctx, call, scope)))
+    return set(graph.of(expr, at).back_defs) if shared else set()
+
+
+def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
+    local = set(graph.graph.assignments)
+    for node in scope_nodes(scope):
+        for value, what in _escaping_values(ctx, scope, graph, node, call, local):
+            if set(graph.of(value, node).defs) & own.defs.keys():
+                return f"a value of its graph {what} (line {node.lineno})"
+    for name in _names_read_elsewhere(ctx, scope):
+        if set(graph.of_anywhere(name).defs) & own.defs.keys():
+            return f"`{name}` is read by another function, which may backpropagate through it"
+    return None
+
+
+def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator[tuple[ast.expr, str]]:
+    if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
+        yield node.value, "is returned"
+    elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            for element in ast.walk(target):
+                if isinstance(element, ast.Attribute) and isinstance(element.ctx, ast.Store):
+                    yield node.value, f"is stored on `{dotted(element) or 'an object'}`"
+                elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and not _owned(element, local):
+                    yield node.value, "is stored in a container this function does not own"
+                elif isinstance(element, ast.Name) and element.id in _declared_global(scope):
+                    yield node.value, f"is stored in the global `{element.id}`"
+    elif isinstance(node, ast.Call):
+        func = node.func
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS and not _owned(func.value, local):
+            for argument in arguments:
+                yield argument, f"is added to `{dotted(func.value) or 'a container'}`"
+        elif _after(node, call.node) and not _harmless(ctx, graph, node):
+            for argument in arguments:
+                yield argument, f"is passed to `{dotted(func) or 'a function'}` after the backward"
+
+
+def _harmless(ctx: FileContext, graph: GraphSources, node: ast.Call) -> bool:
+    func = node.func
+    name = qualified(ctx, func) or ""
+    if name in HARMLESS_BUILTINS or (name.startswith("torch.") and not name.startswith("torch.autograd")):
+        return True
+    if isinstance(func, ast.Attribute) and (func.attr in HARMLESS_METHODS or func.attr in MUTATORS):
+        return True  # logging, optimizer/scheduler steps; mutations of owned containers are tracked
+    if name.endswith("backward") or name.endswith(".grad"):
+        return True  # a backward call: checked as one
+    if graph.graph.is_module(func):
+        return True  # a forward pass: builds on the graph, never walks it backwards
+    return isinstance(func, ast.Attribute) and bool(graph.of(func.value, node).defs)  # a tensor method
+
+
+def _owned(node: ast.expr, local: set[str]) -> bool:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    name = dotted(node)
+    return bool(name) and "." not in name and name in local
+
+
+def _declared_global(scope: Scope) -> set[str]:
+    return {n for node in scope_nodes(scope) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+
+
+def _names_read_elsewhere(ctx: FileContext, scope: Scope) -> set[str]:
+    """Names of this scope read by a nested function or lambda (or, for the module, by any function)."""
+    if isinstance(scope.node, ast.Module):
+        roots = [s.node for s in scopes(ctx) if s.node is not scope.node]
+    else:
+        roots = [n for n in scope_nodes(scope) if isinstance(n, NESTED)]
+    return {n.id for root in roots for n in ast.walk(root) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _after(node: ast.AST, call: ast.AST) -> bool:
+    return (node.lineno, node.col_offset) >= (call.end_lineno, call.end_col_offset)
+
+
+def _within(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    return node is container or any(parent is container for parent in ctx.ancestors(node))
