@@ -46,10 +46,10 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> list[
     for node, kind, owner, spelling in found:
         conditional, holder = False, None
         for parent in _chain(ctx, node):
+            conditional = conditional or isinstance(parent, CONDITIONAL)
             if id(parent) in positions:
                 holder = parent
                 break
-            conditional = conditional or isinstance(parent, CONDITIONAL)
         if holder is None:
             continue
         direct = isinstance(holder, ast.Expr) and holder.value is node

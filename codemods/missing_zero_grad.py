@@ -1,0 +1,155 @@
+"""## What it does
+Finds a training loop that calls `loss.backward()` and then `optimizer.step()` on every
+iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
+`model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls.
+
+## Why is this bad?
+`backward()` adds to `.grad`; it does not overwrite it. Without zeroing, the gradient applied at
+iteration *n* is the sum of the gradients of iterations 1..*n*: the updates grow with every
+step, old batches keep pushing the parameters, and training diverges or stalls.
+
+## Example
+```python
+for inputs, targets in loader:
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+```
+
+## Use instead
+```python
+for inputs, targets in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+```
+The fix inserts `optimizer.zero_grad()` at the top of the loop body, before the forward pass.
+Left alone: gradient accumulation (the step or the backward under a condition, or the step
+after the loop), `optimizer.step(closure)`, loops that zero gradients in any spelling or pass the
+optimizer or model to a helper that might, and backward calls through wrappers that manage
+gradients themselves (`accelerator.backward`, `self.manual_backward`, DeepSpeed engines).
+
+## Fix safety
+Unsafe. Every step now applies only its own iteration's gradient instead of the running sum, so
+all parameters the optimizer owns train differently; after the loop `.grad` holds the last
+iteration's gradient instead of the sum. Accumulating across the whole loop is rarely intended,
+but the rule cannot prove it is not.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional
+
+from fixer.analysis.names import dotted
+from fixer.analysis.project import called_function
+from fixer.analysis.protocol import Event, attached_start, block_events, optimizer_params, zeroes_for
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+# any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
+GRADIENT_RESET = re.compile(r"\.(_|main_)?grad\b(?!\s*\()|zero_grad|set_to_none|grad_zero|clear_grad|reset_grad")
+
+
+class MissingZeroGrad(Rule):
+    code = "GF203"
+    name = "missing-zero-grad"
+    summary = "A loop calls backward() and step() every iteration but never zero_grad()"
+    fix_safety = "unsafe"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            for loop in scope_nodes(scope):
+                if isinstance(loop, LOOPS):
+                    yield from self._check_loop(ctx, scope, loop)
+
+    def _check_loop(self, ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[Diagnostic]:
+        events = block_events(ctx, scope, loop.body)
+        backwards = [e for e in events if e.kind == "backward"]
+        if not backwards or any(e.spelling == "owner" for e in backwards):
+            return  # accelerator / fabric / lightning / deepspeed manage gradients themselves
+        first_backward = min(e.index for e in backwards if not e.conditional) if any(not e.conditional for e in backwards) else None
+        if first_backward is None:
+            return
+        reported: set[str] = set()
+        for step in events:
+            if step.kind != "step" or step.conditional or step.owner in reported or step.index < first_backward:
+                continue
+            if not _plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
+                continue
+            reported.add(step.owner)
+            yield self._report(ctx, loop, step)
+
+    def _report(self, ctx: FileContext, loop: ast.AST, step: Event) -> Diagnostic:
+        call = f"{step.owner}.zero_grad()"
+        message = (
+            f"`{ctx.text(step.call)}` runs every iteration but `{step.owner}`'s gradients are never cleared in "
+            f"the loop: each step applies the sum of all gradients so far; call `{call}` before the forward pass"
+        )
+        first = loop.body[0]
+        edits: list[Edit] = []
+        if first.lineno > loop.lineno:
+            at = attached_start(ctx, first)
+            edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{call}{ctx.newline}")]
+        return self.diagnostic(ctx, step.call, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of the loop")
+
+
+def _plain_step(step: Event) -> bool:
+    expected = 1 if step.spelling == "scaler" else 0
+    return len(step.call.args) == expected and not step.call.keywords
+
+
+def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: str) -> bool:
+    """True unless the loop provably never clears ``optimizer``'s gradients: every zero_grad in
+    it is on an unrelated optimizer, nothing else touches ``.grad``, no helper it calls might, and
+    the optimizer and its models are not rebuilt inside the loop."""
+    models = optimizer_params(ctx).get(optimizer)
+    objects = {optimizer} | set(models or ())
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad":
+            if zeroes_for(ctx, dotted(node.func.value) or "", optimizer) is not False:
+                return True
+        elif isinstance(node, ast.Call) and _helper_may_reset(ctx, scope, node, objects):
+            return True
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _rebinds(node, objects):
+            return True  # a fresh optimizer or model each iteration starts without gradients
+    return _mentions_other_reset(ctx, loop)
+
+
+def _mentions_other_reset(ctx: FileContext, loop: ast.AST) -> bool:
+    text = ctx.text(loop)
+    return any(m.group(0) != "zero_grad" for m in GRADIENT_RESET.finditer(text))
+
+
+def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: set[str]) -> bool:
+    """A called function of this project that resets gradients, or an unknown one that receives the
+    optimizer or one of its models."""
+    callee = called_function(ctx, scope, call.func)
+    if callee is not None:
+        callee_ctx = callee.ctx or ctx
+        return bool(GRADIENT_RESET.search(callee_ctx.text(callee.node)))
+    name = dotted(call.func) or ""
+    if scope.self_name and name.startswith(scope.self_name + ".") and name.count(".") == 1:
+        return not _is_attribute_of_class(scope, name.split(".", 1)[1])  # inherited method: unknown
+    arguments = list(call.args) + [k.value for k in call.keywords]
+    return any(dotted(arg) in objects for arg in arguments) and not name.endswith(("scaler.step", "scaler.unscale_"))
+
+
+def _is_attribute_of_class(scope: Scope, attr: str) -> bool:
+    """``self.attr`` is assigned in the class (a module or callable stored on the instance)."""
+    if scope.class_node is None:
+        return False
+    for node in ast.walk(scope.class_node):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == attr for target in node.targets for t in ast.walk(target)
+        ):
+            return True
+    return False
+
+
+def _rebinds(node: ast.AST, objects: set[str]) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return any(dotted(t) in objects for target in targets for t in ast.walk(target))
