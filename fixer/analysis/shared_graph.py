@@ -348,7 +348,29 @@ def later_backward_through_same_graph(ctx: FileContext, scope: Scope, call: Back
             continue
         if same_value(ctx, scope, call, later) or shared_saving_origins(ctx, scope, call, later):
             return later
+        if backwarded_again_after_loop(ctx, scope, call, later):
+            return later
     return None
+
+
+def backwarded_again_after_loop(ctx: FileContext, scope: Scope, first: BackwardCall, second: BackwardCall) -> bool:
+    """``second`` follows the loop in which ``first`` backpropagates every iteration's fresh value
+    of the same name, with no assignment between: it walks the last iteration's graph again."""
+    name = dotted(first.target)
+    if name is None or name != dotted(second.target):
+        return False
+    first_stmt, second_stmt = ctx.statement_of(first.node), ctx.statement_of(second.node)
+    if runs_after_in_same_pass(ctx, scope, first_stmt, second_stmt):
+        return False  # a plain repeat, not one after a loop
+    if not runs_after_in_same_pass(ctx, scope, first_stmt, second_stmt, allow_first_loop=True):
+        return False
+    graph = facts(ctx, scope)
+    at_first, at_second = graph.reaching(name, first.node), graph.reaching(name, second.node)
+    if len(at_first) != 1 or at_first[0][1] is None or not at_second or at_second[0][0] is not at_first[0][0]:
+        return False
+    definition = at_first[0][0]
+    parent = ctx.parent(first_stmt)
+    return ctx.parent(definition) is parent and _same_field(parent, definition, first_stmt) and isinstance(parent, LOOPS)
 
 
 def keyword_edit(ctx: FileContext, call: ast.Call, name: str, value: str = "True") -> Edit:

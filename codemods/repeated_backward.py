@@ -1,0 +1,135 @@
+"""## What it does
+Finds a tensor that is backpropagated a second time: `loss.backward()` twice with no new value of
+`loss` between, or an extra `loss.backward()` right after a gradient-accumulation loop that
+already backpropagated every micro-batch's `loss` (it walks the last one's graph again). It only
+fires when the loss certainly saved tensors for backward (it comes from a module, criterion or
+an operation such as `*`, `@`, `exp`), since graphs of additions alone (`y = x + 1`) can be
+walked twice without error.
+
+## Why is this bad?
+The first backward frees the graph's saved tensors, so the second raises `RuntimeError: Trying to
+backward through the graph a second time`. Even when it is made to run, it adds the same
+gradients again: the parameters receive twice the gradient of that loss.
+
+## Example
+```python
+computed_loss = criterion(model(inputs), target)
+computed_loss.backward()
+computed_loss.backward()
+```
+```python
+for offset in range(accumulation_steps):
+    loss = criterion(model(batch(offset)), target(offset))
+    loss.backward()
+loss.backward()  # the last micro-batch again
+optimizer.step()
+```
+
+## Use instead
+For a straight repeat, `retain_graph=True` on every call but the last (what the error message
+proposes), if the doubled gradient is really wanted; usually the duplicate call should go:
+```python
+computed_loss.backward(retain_graph=True)
+computed_loss.backward()
+```
+After an accumulation loop, delete the extra call: the loop already accumulated every
+micro-batch's gradients.
+
+Left alone: a loss recomputed between the calls, a first call that already passes
+`retain_graph=True`, `create_graph=True` (higher-order gradients), values whose graph may save
+nothing, calls in different branches, and calls in loops around them (GF102).
+
+## Fix safety
+When the first call is `torch.autograd.grad` (a gradient norm, a penalty computed on the side),
+`retain_graph=True` there is safe: autograd.grad returns gradients without accumulating them, so
+the later backward computes exactly what it was written to. Otherwise unsafe, and the user decides. `retain_graph=True` makes the program run as written: the repeated
+call adds the loss's gradients a second time (they double), which is rarely intended. Deleting
+the call after an accumulation loop changes the gradients of the parameters the last micro-batch
+reaches: they no longer receive that micro-batch's gradient twice.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.scopes import scopes
+from fixer.analysis.shared_graph import (
+    backwarded_again_after_loop,
+    graph_origins,
+    keyword_edit,
+    retains_graph,
+    runs_after_in_same_pass,
+    same_value,
+)
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+
+class RepeatedBackward(Rule):
+    code = "GF106"
+    name = "repeated-backward"
+    summary = "The same tensor is backpropagated again after its graph was freed"
+    fix_safety = "mixed"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            calls = [c for c in backward_calls(ctx, scope) if c.keyword("create_graph") is None]
+            for index, call in enumerate(calls):
+                if retains_graph(call) or not _saves(ctx, scope, call):
+                    continue
+                stmt = ctx.statement_of(call.node)
+                for later in calls[index + 1 :]:
+                    later_stmt = ctx.statement_of(later.node)
+                    if runs_after_in_same_pass(ctx, scope, stmt, later_stmt) and same_value(ctx, scope, call, later):
+                        yield self._retain(ctx, call, later)
+                        break
+                    if backwarded_again_after_loop(ctx, scope, call, later):
+                        yield self._delete(ctx, call, later)
+                        break
+
+    def _retain(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
+        name = ctx.text(call.target)
+        if call.kind == "autograd.grad":  # returns gradients without accumulating: nothing doubles
+            return self.diagnostic(
+                ctx,
+                call.node,
+                f"`{name}` is backpropagated again on line {later.node.lineno}, after this autograd.grad freed its "
+                f"graph: that call raises 'backward through the graph a second time'. Pass retain_graph=True here",
+                [keyword_edit(ctx, call.node, "retain_graph")],
+                Applicability.SAFE,
+                title="Pass retain_graph=True",
+            )
+        return self.diagnostic(
+            ctx,
+            call.node,
+            f"`{name}` is backpropagated again on line {later.node.lineno}, after this call freed its graph: "
+            f"that call raises 'backward through the graph a second time'. A repeated backward doubles "
+            f"`{name}`'s gradients and is usually a mistake (delete one call); if it is intended, pass "
+            f"retain_graph=True here",
+            [keyword_edit(ctx, call.node, "retain_graph")],
+            Applicability.UNSAFE,
+            title="Pass retain_graph=True (the gradients are added twice)",
+        )
+
+    def _delete(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
+        name = ctx.text(call.target)
+        stmt = ctx.statement_of(later.node)
+        own = isinstance(stmt, ast.Expr) and stmt.value is later.node and ctx.is_own_line(stmt)
+        edits = [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), "")] if own else []
+        return self.diagnostic(
+            ctx,
+            later.node,
+            f"`{name}` was already backpropagated in the loop above (line {call.node.lineno}); this call walks the "
+            f"last iteration's freed graph again and raises 'backward through the graph a second time'. "
+            f"Delete it: the loop already accumulated every iteration's gradients",
+            edits,
+            Applicability.UNSAFE,
+            title=f"Delete the extra `{name}` backward",
+        )
+
+
+def _saves(ctx: FileContext, scope, call: BackwardCall) -> bool:
+    """The target's graph certainly saved tensors (a module, criterion or multiplying operation)."""
+    return any(origin.saves for origin in graph_origins(ctx, scope, call.target, call.node))
