@@ -1,0 +1,262 @@
+"""Values carried from one training iteration into the next with their autograd graph.
+
+An *iteration* is the body of the innermost loop that backpropagates on every pass, or a method
+(``train_step``) that backpropagates once per call: its ``self`` attributes outlive the call. A
+value is *carried* when the iteration reads it before any assignment that always runs in that
+pass (so the read sees the previous pass's value) and stores a graph-carrying value into it: a
+name or ``self`` attribute (``out, hidden = rnn(x, hidden)``) or a container that is appended to
+(``cache.append(h)`` ... ``cache[0]``).
+
+``carried_values`` keeps those whose previous-pass value feeds this pass's backward and whose
+graph was already backpropagated (the stored value fed its own pass's loss, or is built from its
+own previous value): the second backward then walks a freed graph. A value detached anywhere on
+the way (``detach``, ``repackage_hidden``, a helper returning a detached value), a backward that
+keeps its graph (``create_graph``) or ``autograd.grad`` (which stops at its inputs) end the
+analysis with no report."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
+from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, end_position, inside, mutated_base, names_in, position, statement_effect
+from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.names import dotted, last_name
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
+from fixer.context import FileContext
+
+CONTAINER_STORES = frozenset({"append", "appendleft", "insert"})
+RESETS = frozenset({"clear"})
+CUTS = ("detach", "repackage", "truncate")
+
+
+@dataclass(frozen=True)
+class Iteration:
+    node: ast.AST  # the loop, or the method when one call is one training step
+    backward: BackwardCall  # an unconditional backward call of every pass
+    per_call: bool
+
+
+@dataclass(frozen=True)
+class CarriedValue:
+    name: str  # "hidden", "self.memory", "cache"
+    container: bool  # a list/deque/dict that accumulates values across passes
+    iteration: Iteration
+    read: ast.expr  # first read that sees the previous pass's value
+    use: ast.expr  # the read whose value feeds this pass's backward
+    stores: tuple[tuple[ast.stmt, ast.expr], ...]  # (statement, stored graph-carrying value)
+    initial: Optional[ast.expr]  # the value before the first pass, if known
+    defined_before: bool  # the name surely exists when the first pass starts
+    shape: str  # "tensor", "tuple" or "unknown"
+    read_after_store: bool  # a container read in the same pass after a store sees this pass's value too
+
+
+def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
+    found: dict[int, Iteration] = {}
+    for call in backward_calls(ctx, scope):
+        if call.kind == "autograd.grad" or _keeps_graph(call, "create_graph"):
+            continue
+        stmt = ctx.statement_of(call.node)
+        loops = enclosing_loops(ctx, stmt, scope)
+        if loops:
+            if always_runs(ctx, stmt, loops[0]):
+                found.setdefault(id(loops[0]), Iteration(loops[0], call, False))
+        elif scope.self_name and always_runs(ctx, stmt, scope.node):
+            found.setdefault(id(scope.node), Iteration(scope.node, call, True))
+    return list(found.values())
+
+
+def _keeps_graph(call: BackwardCall, flag: str) -> bool:
+    keyword = call.keyword(flag)
+    return keyword is not None and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+
+
+def carried_values(ctx: FileContext, scope: Scope) -> list[CarriedValue]:
+    return ctx.memo(("carried_values", id(scope.node)), lambda: list(_find(ctx, scope)))
+
+
+def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
+    its = iterations(ctx, scope)
+    if not its:
+        return
+    graph = facts(ctx, scope)
+    nodes = scope_nodes(scope)
+    for it in its:
+        body_nodes = [n for n in nodes if inside(ctx, n, it.node) and not _in_header(ctx, n, it.node)]
+        backward_stmt = ctx.statement_of(it.backward.node)
+        feeding = Feeding(ctx, it.node.body, it.backward.target, backward_stmt)
+        for name, defs in sorted(_stored_names(ctx, graph, it).items()):
+            found = _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs)
+            if found:
+                yield found
+        for name, stores in sorted(_container_stores(ctx, graph, body_nodes).items()):
+            found = _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
+            if found:
+                yield found
+
+
+def _in_header(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
+    header = [loop.test] if isinstance(loop, ast.While) else [loop.target, loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
+    return any(contains(part, node) for part in header)
+
+
+def _stored_names(ctx: FileContext, graph: GraphFacts, it: Iteration) -> dict[str, list[tuple[ast.AST, Optional[ast.expr]]]]:
+    prefix = f"{graph.scope.self_name}." if it.per_call else ""
+    stored = {}
+    for name, defs in graph.assignments.items():
+        if not name.startswith(prefix) or name.count(".") > 1:
+            continue
+        own = [(s, v) for s, v in defs if inside(ctx, s, it.node)]
+        if own:
+            stored[name] = own
+    return stored
+
+
+def _reads(body_nodes: list[ast.AST], name: str) -> list[ast.expr]:
+    reads = []
+    for node in body_nodes:
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == name:
+            reads.append(node)
+        elif isinstance(node, ast.AugAssign) and dotted(node.target) == name:
+            reads.append(node.target)
+    return sorted(reads, key=position)
+
+
+def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Optional[CarriedValue]:
+    first_read = flowing = None
+    for read in _reads(body_nodes, name):
+        if any(dominates(ctx, s, read) for s, _ in defs):
+            break  # this and later reads see this pass's own value
+        if _reset_by_call_before(ctx, scope, it, name, read):
+            break
+        first_read = first_read or read
+        if feeding.reaches(read) and position(read) <= end_position(it.backward.node):
+            flowing = read
+            break
+    if flowing is None:
+        return None
+    # the values that reach the next pass: the last unconditional store and conditional ones after it
+    ordered = sorted(defs, key=lambda d: position(d[0]))
+    last = max((i for i, (s, _) in enumerate(ordered) if always_runs(ctx, s, it.node)), default=0)
+    outgoing = ordered[last:]
+    stores = tuple((s, v) for s, v in outgoing if v is not None and carries_graph(ctx, graph, v, s))
+    if not stores or _cut_somewhere(ctx, scope, graph, name):
+        return None
+    if not any(_freed_by_own_pass(s, v, name, feeding) for s, v in stores):
+        return None
+    initial, defined = initial_value(ctx, scope, graph, it, name)
+    shape = shape_of(ctx, graph, [v for _, v in stores], initial)
+    return CarriedValue(name, False, it, first_read, flowing, stores, initial, defined, shape, False)
+
+
+def _freed_by_own_pass(stmt: ast.AST, value: ast.expr, name: str, feeding: Feeding) -> bool:
+    """The stored value's graph is backpropagated in the pass that stores it, or the value is
+    built from its own previous value (a chain whose older links an earlier backward freed)."""
+    defined, _ = statement_effect(stmt)
+    mentioned = names_in(value)
+    return bool((defined | mentioned) & feeding.live) or name in mentioned
+
+
+def _reset_by_call_before(ctx, scope, it, name, read) -> bool:
+    """``self.reset_state()`` before the read, where that method assigns ``name``."""
+    if not name.startswith(f"{scope.self_name}."):
+        return False
+    for node in ast.walk(it.node):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and position(node) < position(read)):
+            continue
+        if dotted(node.func.value) == scope.self_name and always_runs(ctx, node, it.node):
+            if name in class_init_values(ctx, scope, node.func.attr):
+                return True
+    return False
+
+
+def _cut_somewhere(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str) -> bool:
+    """The author already cuts this value's history somewhere: a ``detach``/``repackage_hidden``
+    call in a statement that mentions it, or an assignment from itself that carries no graph."""
+    places = [scope]
+    if scope.self_name and name.startswith(f"{scope.self_name}."):
+        places += [s for s in scopes(ctx) if s.class_node is scope.class_node and s is not scope]
+    attr = name.split(".", 1)[1] if "." in name else name
+    for place in places:
+        target = name if place is scope else f"{place.self_name}.{attr}"
+        for node in scope_nodes(place):
+            if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
+                if target in names_in(ctx.statement_of(node)):
+                    return True
+    for stmt, value in graph.assignments.get(name, []):
+        if value is not None and name in names_in(value) and graph.kind(value, stmt) == Kind.NONE:
+            return True
+    return False
+
+
+def _container_stores(ctx: FileContext, graph: GraphFacts, body_nodes: list[ast.AST]) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
+    stores: dict[str, list[tuple[ast.stmt, ast.expr]]] = {}
+    for node in body_nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_STORES and node.args:
+            base = dotted(node.func.value)
+            value = node.args[-1]
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            base, value = dotted(node.targets[0].value), node.value
+        else:
+            continue
+        if base:
+            stmt = ctx.statement_of(node)
+            if carries_graph(ctx, graph, value, stmt):
+                stores.setdefault(base, []).append((stmt, value))
+    return stores
+
+
+def _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores) -> Optional[CarriedValue]:
+    initial, defined = initial_value(ctx, scope, graph, it, name)
+    if not defined or not _is_container(ctx, initial):
+        return None
+    if name in graph.assignments and any(inside(ctx, s, it.node) for s, _ in graph.assignments[name]):
+        return None  # rebuilt within the pass
+    for node in body_nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RESETS and dotted(node.func.value) == name:
+            return None
+        if isinstance(node, ast.Delete) and any(mutated_base(t) == name for t in node.targets):
+            return None
+    if _cut_somewhere(ctx, scope, graph, name):
+        return None
+    store_stmts = [s for s, _ in stores]
+    for read in _reads(body_nodes, name):
+        if any(contains(s, read) for s in store_stmts) or not feeding.reaches(read):
+            continue
+        if not any(_freed_by_own_pass(s, v, name, feeding) for s, v in stores):
+            return None
+        after = any(end_position(s) <= position(read) for s in store_stmts)
+        return CarriedValue(name, True, it, read, read, tuple(stores), initial, True, "container", after)
+    return None
+
+
+def _is_container(ctx: FileContext, value: Optional[ast.expr]) -> bool:
+    if isinstance(value, (ast.List, ast.Dict)):
+        return True
+    if isinstance(value, ast.Call):
+        return (last_name(value.func) or "") in ("list", "dict", "deque", "OrderedDict", "defaultdict")
+    return False
+
+
+def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST) -> bool:
+    """``graph.carries_graph``, looking into the ``forward`` of a module class of this file: an
+    output it returns detached (or passes through unchanged) carries no graph of this call."""
+    if graph.kind(value, at) != Kind.GRAPH:
+        return False
+    call, index = value, None
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, int):
+        call, index = value.value, value.slice.value
+    if not isinstance(call, ast.Call):
+        return True
+    forward = forward_scope(ctx, call.func)
+    if forward is None:
+        return True
+    callee = facts(ctx, forward)
+    if index is None:
+        returns = [(n, n.value) for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
+    else:
+        returns = returned_elements(forward, index) or []
+    return not returns or all(callee.kind(element, ret) == Kind.GRAPH for ret, element in returns)

@@ -1,0 +1,145 @@
+"""Straight-line data flow inside one iteration: which expressions feed a backward call, which
+statements always run, and the names an expression mentions. Used by the carried-value analyses
+(``carried.py`` and the rules on graphs kept across calls)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Optional
+
+from fixer.analysis.names import dotted
+from fixer.analysis.scopes import walk_local
+from fixer.context import FileContext
+
+MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "put", "push"})
+
+
+def names_in(expr: Optional[ast.AST]) -> set[str]:
+    """Dotted names read or written anywhere in ``expr`` (``self.h[0]`` -> {"self.h", "self"})."""
+    if expr is None:
+        return set()
+    return {name for node in ast.walk(expr) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
+
+
+def contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return outer is inner or any(node is inner for node in ast.walk(outer))
+
+
+def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    return any(parent is container for parent in ctx.ancestors(node))
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def end_position(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno or node.lineno, node.end_col_offset or 0
+
+
+def always_runs(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
+    """True if ``node`` runs whenever ``container``'s body does: only ``with`` blocks and ``try``
+    bodies lie between them (no ``if``, inner loop or exception handler)."""
+    child = ctx.statement_of(node)
+    for parent in ctx.ancestors(child):
+        if parent is container:
+            return child in getattr(container, "body", [])
+        if isinstance(parent, (ast.With, ast.AsyncWith)):
+            pass
+        elif isinstance(parent, ast.Try) and (child in parent.body or child in parent.finalbody):
+            pass
+        else:
+            return False
+        child = parent
+    return False
+
+
+def dominates(ctx: FileContext, stmt: ast.AST, node: ast.AST) -> bool:
+    """True if ``stmt`` (which precedes ``node`` in the source) surely runs before ``node``: it sits
+    in a block that encloses ``node``, inside only ``with`` blocks and ``try`` bodies."""
+    if end_position(stmt) > position(node) or contains(stmt, node):
+        return False
+    child = stmt
+    for parent in ctx.ancestors(stmt):
+        if contains(parent, node):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None) or []
+                if any(child is s for s in block):
+                    return any(contains(s, node) for s in block)
+            return False
+        if isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body:
+            child = parent
+            continue
+        return False
+    return False
+
+
+def statement_effect(stmt: ast.AST) -> tuple[set[str], list[ast.expr]]:
+    """(names a simple statement defines, expressions its new values come from). A mutating call
+    ``xs.append(v)`` or ``xs[k] = v`` defines ``xs`` from ``v``."""
+    if isinstance(stmt, ast.Assign):
+        defined: set[str] = set()
+        for target in stmt.targets:
+            defined |= _target_names(target)
+        return defined, [stmt.value]
+    if isinstance(stmt, ast.AugAssign):
+        return _target_names(stmt.target), [stmt.value, stmt.target]
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return _target_names(stmt.target), [stmt.value]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return _target_names(stmt.target), [stmt.iter]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS:
+            base = mutated_base(func.value)
+            if base:
+                return {base}, [*stmt.value.args, *(k.value for k in stmt.value.keywords)]
+    return set(), []
+
+
+def mutated_base(node: ast.expr) -> Optional[str]:
+    """``xs`` for ``xs``, ``xs[k]``, ``self.bank["a"]`` (the container a mutation changes)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return dotted(node)
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_target_names(e) for e in target.elts)) if target.elts else set()
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, ast.Subscript):
+        base = mutated_base(target)
+        return {base} if base else set()
+    name = dotted(target)
+    return {name} if name else set()
+
+
+SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.AsyncFor)
+
+
+class Feeding:
+    """What feeds one backward call within one pass of ``body``: the names whose values flow into
+    its target (``live``) and the expressions that compute them (``sources``). Statements after
+    the backward call and control flow are ignored; a name stays live once it is (no kills)."""
+
+    def __init__(self, ctx: FileContext, body: Iterable[ast.stmt], target: ast.expr, backward_stmt: ast.stmt):
+        self.live: set[str] = names_in(target)
+        self.sources: list[ast.expr] = [target]
+        limit = position(backward_stmt)
+        statements = [
+            n for n in walk_local(list(body), ctx=ctx) if isinstance(n, SIMPLE) and position(n) < limit and n is not backward_stmt
+        ]
+        for _ in range(2):  # a second sweep for values that flow around an inner loop
+            for stmt in reversed(statements):
+                defined, values = statement_effect(stmt)
+                if defined & self.live:
+                    for value in values:
+                        if not any(value is s for s in self.sources):
+                            self.sources.append(value)
+                        self.live |= names_in(value)
+
+    def reaches(self, node: ast.AST) -> bool:
+        """True if the expression ``node`` is part of a value that feeds the backward call."""
+        return any(contains(source, node) for source in self.sources)

@@ -1,0 +1,191 @@
+"""What a carried value is before the first iteration and whether it is a tensor or a tuple of
+tensors (an LSTM's ``(h, c)``): the fix ``hidden.detach()`` needs a tensor,
+``tuple(h.detach() for h in hidden)`` a tuple. Unknown when the code does not say."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Optional
+
+from fixer.analysis.carried_flow import end_position, inside, position
+from fixer.analysis.graph import CREATION, GraphFacts
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.context import FileContext
+
+if TYPE_CHECKING:
+    from fixer.analysis.carried import Iteration
+
+TUPLE_MODULES = re.compile(r"^torch\.nn\.(LSTM|LSTMCell)$")
+TENSOR_MODULES = re.compile(r"^torch\.nn\.(GRU|RNN|GRUCell|RNNCell|Linear|Conv\dd|Embedding|Sequential)$")
+RECURRENT = re.compile(r"^torch\.nn\.(LSTM|GRU|RNN)$")
+TUPLE_RETURNING = frozenset({"chunk", "split", "unbind", "tensor_split", "max", "min", "sort", "topk", "kthvalue", "mode", "median", "lstm", "gru", "qr", "svd", "eig", "std_mean", "var_mean", "aminmax", "unique"})
+NEW_TENSOR = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "zeros_like", "ones_like", "clone"})
+
+
+def class_init_values(ctx: FileContext, scope: Scope, method: str) -> dict[str, ast.expr]:
+    """``self.x = value`` assignments in ``method`` of ``scope``'s class, keyed with ``scope``'s
+    own name for ``self``."""
+    found: dict[str, ast.expr] = {}
+    for other in scopes(ctx):
+        if other.class_node is None or other.class_node is not scope.class_node or other.node.name != method:
+            continue
+        for node in scope_nodes(other):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    name = dotted(target)
+                    if name and name.startswith(f"{other.self_name}.") and name.count(".") == 1:
+                        found[f"{scope.self_name}.{name.split('.', 1)[1]}"] = node.value
+    return found
+
+
+def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iteration", name: str) -> tuple[Optional[ast.expr], bool]:
+    """(value before the first pass, whether the name surely exists then). A parameter exists
+    with an unknown value (None, True)."""
+    before = [
+        (s, v)
+        for s, v in graph.assignments.get(name, [])
+        if not inside(ctx, s, it.node) and s is not it.node and end_position(s) <= position(it.node)
+    ]
+    if before:
+        stmt, value = sorted(before, key=lambda d: position(d[0]))[-1]
+        return value, _block_encloses(ctx, stmt, it.node)
+    if scope.self_name and name.startswith(f"{scope.self_name}."):
+        value = class_init_values(ctx, scope, "__init__").get(name)
+        return value, value is not None
+    node = scope.node
+    if not isinstance(node, ast.Module) and name in {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}:
+        return None, True
+    return None, False
+
+
+def _block_encloses(ctx: FileContext, stmt: ast.AST, loop: ast.AST) -> bool:
+    """The assignment runs whenever the loop is reached: it sits in a block around the loop."""
+    parent = ctx.parent(stmt)
+    while isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and stmt in parent.body:
+        stmt, parent = parent, ctx.parent(parent)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None) or []
+        if any(s is stmt for s in block):
+            return any(s is loop or inside(ctx, loop, s) for s in block)
+    return False
+
+
+def shape_of(ctx: FileContext, graph: GraphFacts, values: list[ast.expr], initial: Optional[ast.expr]) -> str:
+    shapes = {_shape(ctx, graph, v, 0) for v in [*values, initial] if v is not None and not _is_none(v)}
+    shapes.discard("unknown")  # the same variable goes back into the same call: one shape
+    if shapes == {"tensor"}:
+        return "tensor"
+    if shapes == {"tuple"}:
+        return "tuple"
+    return "unknown"
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+def _shape(ctx: FileContext, graph: GraphFacts, value: ast.expr, depth: int) -> str:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return "tuple" if len(value.elts) > 1 else "unknown"
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        return "tensor"
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call) and isinstance(value.slice, ast.Constant):
+        module = _module_class(ctx, value.value.func)
+        if module and RECURRENT.match(module):
+            if value.slice.value == 0:
+                return "tensor"
+            return "tuple" if TUPLE_MODULES.match(module) else "tensor"
+        if module and module.endswith("LSTMCell"):
+            return "tensor"
+        forward = forward_scope(ctx, value.value.func)
+        if forward is not None and depth < 3:
+            return _returned_shape(ctx, forward, value.slice.value, depth + 1)
+        return "unknown"
+    if isinstance(value, ast.Name) and depth < 3:
+        defs = graph.reaching(value.id, value)
+        shapes = {_shape(ctx, graph, v, depth + 1) for _, v in defs if v is not None}
+        return shapes.pop() if len(shapes) == 1 else "unknown"
+    if isinstance(value, ast.Call):
+        return _call_shape(ctx, graph, value)
+    return "unknown"
+
+
+def _call_shape(ctx: FileContext, graph: GraphFacts, call: ast.Call) -> str:
+    module = _module_class(ctx, call.func)
+    if module:
+        if TUPLE_MODULES.match(module) and module.endswith("Cell"):
+            return "tuple"
+        return "tensor" if TENSOR_MODULES.match(module) else "unknown"
+    name = qualified(ctx, call.func) or ""
+    short = name.rsplit(".", 1)[-1] if name else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
+    if CREATION.match(name) or short in NEW_TENSOR:
+        return "tensor"
+    if name.startswith("torch.") and short not in TUPLE_RETURNING:
+        return "tensor"
+    local = graph._local_function(call.func)
+    if local is not None:
+        returns = [n.value for n in scope_nodes(local) if isinstance(n, ast.Return) and n.value is not None]
+        if returns and all(isinstance(r, ast.Tuple) and len(r.elts) > 1 for r in returns):
+            return "tuple"
+    return "unknown"
+
+
+def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
+    """``torch.nn.LSTM`` for a callee assigned ``nn.LSTM(...)`` somewhere in the file."""
+    from fixer.analysis.scopes import statement_index
+
+    name = dotted(func)
+    if name is None:
+        return None
+    attr = name.split(".", 1)[1] if name.startswith("self.") else None
+    for node in statement_index(ctx).assigns:
+        if not isinstance(node.value, ast.Call):
+            continue
+        for target in node.targets:
+            target_name = dotted(target)
+            if target_name == name or attr and target_name and target_name.endswith(f".{attr}") and target_name.count(".") == 1:
+                constructed = qualified(ctx, node.value.func) or ""
+                if constructed.startswith("torch.nn."):
+                    return constructed
+    return None
+
+
+def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
+    """The ``forward`` method run by calling ``func`` when it holds an instance of a module class
+    defined in this file (``model = Tagger()`` ... ``model(x)``)."""
+    from fixer.analysis.graph import module_classes
+    from fixer.analysis.scopes import statement_index
+
+    name = dotted(func)
+    if name is None:
+        return None
+    classes = module_classes(ctx)
+    for node in statement_index(ctx).assigns:
+        value = node.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "train", "double", "float"):
+            value = value.func.value
+        if isinstance(value, ast.Call) and any(dotted(t) == name for t in node.targets):
+            cls = dotted(value.func)
+            if cls in classes:
+                return next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None)
+    return None
+
+
+def returned_elements(scope: Scope, index: int) -> Optional[list[tuple[ast.Return, ast.expr]]]:
+    """Element ``index`` of every ``return`` of ``scope``, if every return is a long enough tuple."""
+    returns = [n for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
+    if not returns or not all(isinstance(r.value, ast.Tuple) and len(r.value.elts) > index for r in returns):
+        return None
+    return [(r, r.value.elts[index]) for r in returns]
+
+
+def _returned_shape(ctx: FileContext, scope: Scope, index: int, depth: int) -> str:
+    from fixer.analysis.graph import facts
+
+    elements = returned_elements(scope, index)
+    if not elements:
+        return "unknown"
+    shapes = {_shape(ctx, facts(ctx, scope), element, depth) for _, element in elements}
+    return shapes.pop() if len(shapes) == 1 else "unknown"
