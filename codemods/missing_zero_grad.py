@@ -52,6 +52,8 @@ from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 # any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
 GRADIENT_RESET = re.compile(r"\.(_|main_)?grad\b(?!\s*\()|zero_grad|set_to_none|grad_zero|clear_grad|reset_grad")
+# framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
+HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
 
 
 class MissingZeroGrad(Rule):
@@ -116,6 +118,8 @@ def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: st
             return True
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _rebinds(node, objects):
             return True  # a fresh optimizer or model each iteration starts without gradients
+        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True  # the consumer of a generator loop may clear gradients between steps
     return _mentions_other_reset(ctx, loop)
 
 
@@ -127,11 +131,13 @@ def _mentions_other_reset(ctx: FileContext, loop: ast.AST) -> bool:
 def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: set[str]) -> bool:
     """A called function of this project that resets gradients, or an unknown one that receives the
     optimizer or one of its models."""
+    name = dotted(call.func) or ""
+    if HOOK_CALL.search(name):
+        return True
     callee = called_function(ctx, scope, call.func)
     if callee is not None:
         callee_ctx = callee.ctx or ctx
         return bool(GRADIENT_RESET.search(callee_ctx.text(callee.node)))
-    name = dotted(call.func) or ""
     if scope.self_name and name.startswith(scope.self_name + ".") and name.count(".") == 1:
         return not _is_attribute_of_class(scope, name.split(".", 1)[1])  # inherited method: unknown
     arguments = list(call.args) + [k.value for k in call.keywords]
