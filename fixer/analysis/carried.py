@@ -22,7 +22,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
-from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, end_position, inside, mutated_base, names_in, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
@@ -128,7 +128,7 @@ def _reads(body_nodes: list[ast.AST], name: str) -> list[ast.expr]:
 def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Optional[CarriedValue]:
     first_read = flowing = None
     for read in _reads(body_nodes, name):
-        if any(dominates(ctx, s, read) for s, _ in defs):
+        if any(dominates(ctx, s, read) and surely_defines(s, name) for s in _defining_statements(ctx, it, defs)):
             break  # this and later reads see this pass's own value
         if _reset_by_call_before(ctx, scope, it, name, read):
             break
@@ -150,6 +150,20 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
     initial, defined = initial_value(ctx, scope, graph, it, name)
     shape = shape_of(ctx, graph, [v for _, v in stores], initial)
     return CarriedValue(name, False, it, first_read, flowing, stores, initial, defined, shape, False)
+
+
+def _defining_statements(ctx: FileContext, it: Iteration, defs) -> list[ast.AST]:
+    """The assignments of a name within the iteration and the statements around them."""
+    found: dict[int, ast.AST] = {}
+    for stmt, _ in defs:
+        if isinstance(stmt, ast.withitem):
+            continue
+        for node in [stmt, *ctx.ancestors(stmt)]:
+            if node is it.node:
+                break
+            if isinstance(node, ast.stmt):
+                found[id(node)] = node
+    return list(found.values())
 
 
 def _freed_by_own_pass(stmt: ast.AST, value: ast.expr, name: str, feeding: Feeding) -> bool:

@@ -30,10 +30,14 @@ def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
 
 
 def position(node: ast.AST) -> tuple[int, int]:
+    if isinstance(node, ast.withitem):  # `with f() as x` binds x: a definition without a position
+        node = node.context_expr
     return node.lineno, node.col_offset
 
 
 def end_position(node: ast.AST) -> tuple[int, int]:
+    if isinstance(node, ast.withitem):
+        node = node.optional_vars or node.context_expr
     return node.end_lineno or node.lineno, node.end_col_offset or 0
 
 
@@ -72,6 +76,25 @@ def dominates(ctx: FileContext, stmt: ast.AST, node: ast.AST) -> bool:
             continue
         return False
     return False
+
+
+def surely_defines(stmt: ast.AST, name: str) -> bool:
+    """True if running ``stmt`` always binds ``name`` (an assignment, or an ``if``/``else`` or
+    ``try`` whose every branch does)."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return name in statement_effect(stmt)[0] and not any(isinstance(t, ast.Subscript) for t in targets)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return _block_defines(stmt.body, name)
+    if isinstance(stmt, ast.If):
+        return _block_defines(stmt.body, name) and _block_defines(stmt.orelse, name)
+    if isinstance(stmt, ast.Try):
+        return _block_defines(stmt.body, name) and all(_block_defines(h.body, name) for h in stmt.handlers)
+    return False
+
+
+def _block_defines(block: list[ast.stmt], name: str) -> bool:
+    return any(surely_defines(s, name) for s in block)
 
 
 def statement_effect(stmt: ast.AST) -> tuple[set[str], list[ast.expr]]:
