@@ -19,6 +19,7 @@ import random
 import sys
 import traceback
 import types
+import weakref
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -46,6 +47,7 @@ class Result:
     retained_nodes: int
     output: str  # tail of captured stdout + stderr
     where: str = ""  # the program's own traceback lines, if it raised
+    retained_saved: int = 0  # tensors saved for backward still alive at the end (retain_graph leaks)
 
 
 # --- worker side -------------------------------------------------------------------------
@@ -66,7 +68,9 @@ def run_program(path: Union[str, Path]) -> Result:
     _seed(torch)
     buffer = io.StringIO()
     error, where = None, ""
-    with _as_script(path.parent), contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+    saved: "weakref.WeakSet[_Saved]" = weakref.WeakSet()
+    hooks = torch.autograd.graph.saved_tensors_hooks(lambda tensor: _Saved.holding(tensor, saved), _Saved.unpack)
+    with _as_script(path.parent), contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), hooks:
         try:
             exec(compile(path.read_bytes(), str(path), "exec"), namespace)
         except SystemExit as exc:
@@ -77,9 +81,28 @@ def run_program(path: Union[str, Path]) -> Result:
     _reset_torch(torch)
     try:
         state, nodes = _measure(namespace)
+        alive = len(saved)  # measured while the program's globals still hold its graphs
     finally:
         namespace.clear()  # break cycles through the program's functions and classes
-    return Result(str(path), error, state, nodes, buffer.getvalue()[-OUTPUT_TAIL:], where)
+    return Result(str(path), error, state, nodes, buffer.getvalue()[-OUTPUT_TAIL:], where, alive)
+
+
+class _Saved:
+    """Holds one tensor saved for backward, so a WeakSet can count the ones still alive: a graph
+    freed by backward drops its holders, one kept by ``retain_graph=True`` does not."""
+
+    __slots__ = ("tensor", "__weakref__")
+
+    @staticmethod
+    def holding(tensor: Any, alive: "weakref.WeakSet[_Saved]") -> "_Saved":
+        holder = _Saved()
+        holder.tensor = tensor
+        alive.add(holder)
+        return holder
+
+    @staticmethod
+    def unpack(holder: "_Saved") -> Any:
+        return holder.tensor
 
 
 def _seed(torch: types.ModuleType) -> None:

@@ -56,10 +56,12 @@ def test_before_shows_bug(runner: Runner, case: Case) -> None:
     after = runner.run(case.after)
     reference = runner.run(case.oracle) if case.oracle else after
     wrong_numbers = reference.error is None and compare_states(reference.state, before.state) is not None
-    assert wrong_numbers or before.retained_nodes > after.retained_nodes, (
+    leaks = before.retained_nodes > after.retained_nodes or before.retained_saved > after.retained_saved
+    assert wrong_numbers or leaks, (
         f"{case.id}: the fixture does not demonstrate the bug: before runs without error, its numbers equal "
-        f"{Path(reference.path).name}'s and it keeps {before.retained_nodes} autograd nodes alive, "
-        f"no more than after's {after.retained_nodes}\n{describe(before)}"
+        f"{Path(reference.path).name}'s and it keeps {before.retained_nodes} autograd nodes and "
+        f"{before.retained_saved} saved tensors alive, no more than after's {after.retained_nodes} and "
+        f"{after.retained_saved}\n{describe(before)}"
     )
 
 

@@ -107,3 +107,10 @@ def test_compare_states() -> None:
     assert compare_states({"w": [1.0, 2.0]}, {"w": [1.0, 2.0 + 1e-9]}) is None
     assert compare_states({"w": [1.0, 2.0]}, {"w": [1.0, 2.1]}) == "w: element 1 of 2: expected 2.0, got 2.1"
     assert compare_states({"w": [1.0]}, {"v": [1.0]}) == "keys differ: missing ['w'], unexpected ['v']"
+
+
+def test_retain_graph_keeps_saved_tensors_alive(runner: Runner) -> None:
+    kept, freed = runner.run(PROGRAMS / "retained_graph.py"), runner.run(PROGRAMS / "freed_graph.py")
+    assert kept.retained_nodes == freed.retained_nodes  # same graph shape ...
+    assert kept.retained_saved > 0 and freed.retained_saved == 0  # ... but only one holds its buffers
+    assert compare_states(kept.state, freed.state) is None
