@@ -30,7 +30,7 @@ class Kind(enum.IntEnum):
 DETACHING_METHODS = frozenset(
     {"detach", "item", "tolist", "numpy", "data_ptr", "size", "dim", "numel", "nelement", "element_size",
      "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
-     "is_contiguous", "get_device", "type", "stride", "storage_offset", "state_dict", "parameters",
+     "is_contiguous", "get_device", "stride", "storage_offset", "state_dict", "parameters",
      "named_parameters", "keys", "values", "items"}
 )
 DETACHING_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_leaf", "T_max"})
