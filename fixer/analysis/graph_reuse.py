@@ -126,3 +126,20 @@ def innermost_loop(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Optional[a
         if isinstance(parent, LOOPS):
             return parent
     return None
+
+
+def flows_straight(ctx: FileContext, graph: GraphFacts, stmt: ast.stmt, later: Iterable[ast.AST], call: BackwardCall) -> bool:
+    """The value ``stmt`` assigns reaches the tensor ``call`` backpropagates, following ``later``
+    (the statements between them, in order, run once): a name rebound from other values no longer
+    carries it (``output = D(fake)`` for one loss, ``output = D(real)`` for the next)."""
+    live = set(assigned_names(stmt))
+    for node in later:
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or node.value is None or node is stmt:
+            continue
+        targets = set(assigned_names(node))
+        carries = bool(names_in(node.value) & live) and not under_no_grad(ctx, node) and graph.kind(node.value, node) != Kind.NONE
+        if carries:
+            live |= targets
+        elif not isinstance(node, ast.AugAssign):
+            live -= targets
+    return reaches(call, live)
