@@ -67,7 +67,7 @@ class _Tracer:
     def origins(self, expr: ast.expr, at: ast.AST, prefix: tuple, _seen: Optional[set] = None) -> frozenset[Origin]:
         seen = _seen if _seen is not None else set()
         found: set[Origin] = set()
-        for node in _flowing_nodes(self.ctx, expr):
+        for node in flowing_nodes(self.ctx, expr):
             if isinstance(node, ast.Call) and (helper := self.helper(node)) is not None:
                 found |= self._through_helper(node, helper, at, prefix, seen)
                 continue
@@ -94,7 +94,7 @@ class _Tracer:
         if self.facts.kind(expr, at) == Kind.GRAPH or self._helper_graph(_evaluated(at, expr)):
             return True
         seen = _seen if _seen is not None else set()
-        for node in _flowing_nodes(self.ctx, expr):
+        for node in flowing_nodes(self.ctx, expr):
             if isinstance(node, ast.Call) and self._helper_graph(node):
                 return True
             name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
@@ -141,7 +141,7 @@ class _Tracer:
 
     # -- saved tensors --------------------------------------------------------------------------
     def saves(self, expr: ast.expr, level: int) -> bool:
-        for node in _flowing_nodes(self.ctx, expr, names=False):
+        for node in flowing_nodes(self.ctx, expr, names=False):
             if isinstance(node, ast.BinOp) and isinstance(node.op, SAVING_OPERATORS):
                 return True
             if not isinstance(node, ast.Call):
@@ -169,7 +169,7 @@ def _evaluated(stmt: ast.AST, value: ast.expr) -> ast.expr:
     return value
 
 
-def _flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
+def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
     """Sub-expressions of ``expr`` through which a graph flows: not under ``.detach()``, ``.item()``,
     ``.data``, ``torch.no_grad()``, nor inside nested functions. Names are yielded but not entered."""
     stack = [expr]
@@ -254,7 +254,7 @@ def _root_names(tracer: _Tracer, expr: ast.expr, at: ast.AST, seen: Optional[set
     """Names (parameters included) that ``expr`` derives from through graph-carrying flow."""
     seen = seen if seen is not None else set()
     names: set[str] = set()
-    for node in _flowing_nodes(tracer.ctx, expr):
+    for node in flowing_nodes(tracer.ctx, expr):
         name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if name is None or (name, id(at)) in seen:
             continue

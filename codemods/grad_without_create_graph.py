@@ -1,0 +1,173 @@
+"""## What it does
+Finds `torch.autograd.grad(...)` called without `create_graph=True` whose result then flows into
+a loss that is backpropagated, or into another `torch.autograd.grad`: a gradient penalty
+(WGAN-GP, R1, input-gradient regularisation), the inner step of second-order MAML, a
+Hessian-vector product.
+
+## Why is this bad?
+Without `create_graph=True` the returned gradients are plain constants: no graph records how they
+depend on the parameters. A penalty built from them contributes nothing to the outer gradient
+(the regulariser silently does nothing), MAML's meta-gradient loses its second-order term, and
+when nothing else in the outer loss requires grad the outer backward raises `element 0 of tensors
+does not require grad and does not have a grad_fn`. `retain_graph=True` only keeps the first
+graph alive; it does not make the gradients differentiable.
+
+## Example
+```python
+grads = torch.autograd.grad(critic(mixed).sum(), mixed, retain_graph=True)[0]
+penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+(critic_loss + 10 * penalty).backward()
+```
+
+## Use instead
+```python
+grads = torch.autograd.grad(critic(mixed).sum(), mixed, create_graph=True)[0]
+```
+`create_graph=True` implies `retain_graph=True`, so it replaces a constant `retain_graph=True`.
+
+Left alone: `create_graph` given in any form (`create_graph=False` or `create_graph=not
+first_order` is a deliberate first-order choice), code that mentions first-order variants
+(`first_order`, FOMAML, Reptile), gradients that only feed logging, norms or clipping, pass through
+`.detach()`, `.item()`, `.sign()` (adversarial steps), or updates under `torch.no_grad()`.
+
+## Fix safety
+Unsafe: the gradients change, which is the point. The outer backward now includes the derivative
+of the penalty or of the inner update (the second-order term); parameters reached through the
+inner gradients receive different (correct) gradients, and memory and time grow by a second
+backward graph.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.names import dotted
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.shared_graph import flowing_nodes, keyword_edit
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+MAX_DEPTH = 2
+FIRST_ORDER = re.compile(r"first[_ -]?order|fomaml|reptile", re.IGNORECASE)
+
+
+class GradWithoutCreateGraph(Rule):
+    code = "GF107"
+    name = "grad-without-create-graph"
+    summary = "autograd.grad results used in a backpropagated loss need create_graph=True"
+    fix_safety = "unsafe"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for scope in scopes(ctx):
+            for call in backward_calls(ctx, scope):
+                if call.kind != "autograd.grad" or call.keyword("create_graph") is not None:
+                    continue
+                if ctx.mentions(scope.node, FIRST_ORDER) or under_no_grad(ctx, call.node):
+                    continue
+                consumer = _consumer(ctx, scope, call.node)
+                if consumer is not None:
+                    yield self._report(ctx, call, consumer)
+
+    def _report(self, ctx: FileContext, call: BackwardCall, consumer: BackwardCall) -> Diagnostic:
+        retain = call.keyword("retain_graph")
+        if retain is None:
+            edits = [keyword_edit(ctx, call.node, "create_graph")]
+        elif isinstance(retain.value, ast.Constant) and retain.value.value is True:
+            start, end = ctx.span(retain)
+            edits = [Edit(start, end, "create_graph=True")]
+        else:
+            edits = []  # retain_graph=False or an expression: the user decides
+        return self.diagnostic(
+            ctx,
+            call.node,
+            f"the gradients of this autograd.grad reach `{ctx.text(consumer.target)}`, backpropagated on line "
+            f"{consumer.node.lineno}, but without create_graph=True they are constants: the outer gradient misses "
+            f"their derivative (the penalty or second-order term). Pass create_graph=True",
+            edits,
+            Applicability.UNSAFE,
+            title="Pass create_graph=True",
+        )
+
+
+def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) -> Optional[BackwardCall]:
+    """The first later backward call whose target derives from the value of ``source`` (the
+    autograd.grad call, or a call of a helper function that returns what derives from it)."""
+    calls = backward_calls(ctx, scope)
+    stmt = ctx.statement_of(source)
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)) else None
+    if value is None or not any(node is source for node in flowing_nodes(ctx, value)):
+        return None  # detached on the spot, or used in a compound statement's header
+    if isinstance(stmt, ast.Return):
+        return _through_callers(ctx, scope, depth)
+    for later in calls:
+        if later.node is not source and not _before(later.node, source) and any(node is source for node in flowing_nodes(ctx, later.target)):
+            return later  # (... autograd.grad(...) ...).backward()
+    derived: set[str] = set() if isinstance(stmt, ast.Expr) else _targets(stmt)
+    consumers = {id(c.node): c for c in calls if c.node is not source and _before(source, c.node)}
+    for node in (n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and _before(stmt, n)):
+        for backward in _backward_calls_in(node, consumers):
+            if _flows(ctx, backward.target, derived):
+                return backward
+        if isinstance(node, ast.Return) and node.value is not None and _flows(ctx, node.value, derived):
+            return _through_callers(ctx, scope, depth)
+        if under_no_grad(ctx, node):
+            continue
+        value = _assigned_value(node)
+        if value is None:
+            continue
+        names = _targets(node)
+        if _flows(ctx, value, derived):
+            derived |= names
+        elif not isinstance(node, ast.AugAssign):
+            derived -= names
+    return None
+
+
+def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[BackwardCall]:
+    """A helper returns the derived value: follow each call of it in the file (by its name)."""
+    if depth >= MAX_DEPTH or isinstance(helper.node, ast.Module) or helper.class_node is not None:
+        return None
+    for scope in scopes(ctx):
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == helper.node.name:
+                found = _consumer(ctx, scope, node, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _backward_calls_in(stmt: ast.stmt, consumers: dict[int, BackwardCall]) -> list[BackwardCall]:
+    if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
+        return []  # compound statements: their inner statements are visited on their own
+    return [consumers[id(n)] for n in ast.walk(stmt) if id(n) in consumers]
+
+
+def _assigned_value(stmt: ast.stmt) -> Optional[ast.expr]:
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return stmt.value
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return stmt.iter
+    return None
+
+
+def _targets(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    else:
+        return set()
+    return {name for target in targets for node in ast.walk(target) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
+
+
+def _flows(ctx: FileContext, expr: ast.expr, derived: set[str]) -> bool:
+    return bool(derived) and any(
+        isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in derived for node in flowing_nodes(ctx, expr)
+    )
+
+
+def _before(a: ast.AST, b: ast.AST) -> bool:
+    return (a.lineno, a.col_offset) < (b.lineno, b.col_offset)
