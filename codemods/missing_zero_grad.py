@@ -51,7 +51,7 @@ from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 # any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
-GRADIENT_RESET = re.compile(r"\.(_|main_)?grad\b(?!\s*\()|zero_grad|set_to_none|grad_zero|clear_grad|reset_grad")
+GRADIENT_RESET = re.compile(r"\.(_|main_)?grad\b(?!\s*\()|\w*(zero_?grad|grad_?zero|clear_?grad|reset_?grad|set_to_none)\w*", re.IGNORECASE)
 # framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
 HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
 
@@ -116,6 +116,8 @@ def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: st
                 return True
         elif isinstance(node, ast.Call) and _helper_may_reset(ctx, scope, node, objects):
             return True
+        elif isinstance(node, ast.Call) and dotted(node.func) == optimizer:
+            return True  # a callable optimizer (Pyro's ``optim(params)``) is not a torch.optim one
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _rebinds(node, objects):
             return True  # a fresh optimizer or model each iteration starts without gradients
         elif isinstance(node, (ast.Yield, ast.YieldFrom)):
@@ -124,8 +126,15 @@ def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: st
 
 
 def _mentions_other_reset(ctx: FileContext, loop: ast.AST) -> bool:
+    """A gradient reset other than ``x.zero_grad()`` (which the caller judged by its owner):
+    ``p.grad = None``, ``zero_grads(params)``, ``set_to_none``, ..."""
     text = ctx.text(loop)
-    return any(m.group(0) != "zero_grad" for m in GRADIENT_RESET.finditer(text))
+    return any(not _is_zero_grad_method(text, m) for m in GRADIENT_RESET.finditer(text))
+
+
+def _is_zero_grad_method(text: str, match: re.Match) -> bool:
+    start, end = match.span()
+    return match.group(0) == "zero_grad" and text[start - 1 : start] == "." and not text[end : end + 1].isalnum() and text[end : end + 1] != "_"
 
 
 def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: set[str]) -> bool:

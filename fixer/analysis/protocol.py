@@ -15,7 +15,7 @@ from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_i
 from fixer.context import FileContext
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody")
-CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.IfExp, ast.BoolOp, ast.comprehension, ast.Match)
+CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.BoolOp, ast.comprehension, ast.Match)
 OPTIMIZER_CLASSES = re.compile(
     r"^(SGD|ASGD|Adam|AdamW|Adamax|Adagrad|Adadelta|NAdam|RAdam|RMSprop|Rprop|LBFGS|SparseAdam|Lion|LAMB|Lamb|Adafactor)$"
 )
@@ -44,17 +44,26 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> list[
     found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "") for c in optimizer_calls(ctx, scope)]
     events = []
     for node, kind, owner, spelling in found:
-        conditional, holder = False, None
+        conditional, holder, child = False, None, None
         for parent in _chain(ctx, node):
-            conditional = conditional or isinstance(parent, CONDITIONAL)
+            conditional = conditional or _runs_conditionally(parent, child)
             if id(parent) in positions:
                 holder = parent
                 break
+            child = parent
         if holder is None:
             continue
         direct = isinstance(holder, ast.Expr) and holder.value is node
         events.append(Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling))
     return sorted(events, key=lambda e: (e.index, e.call.lineno, e.call.col_offset))
+
+
+def _runs_conditionally(parent: ast.AST, child: Optional[ast.AST]) -> bool:
+    """``child`` (None: the call itself) runs only sometimes inside ``parent``. A ``try`` body and
+    its ``finally`` run every time; its handlers and ``else`` do not."""
+    if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        return child is not None and (child in parent.orelse or isinstance(child, ast.ExceptHandler))
+    return isinstance(parent, CONDITIONAL)
 
 
 def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
