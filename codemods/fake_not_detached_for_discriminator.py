@@ -50,7 +50,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
-from fixer.analysis.graph_reuse import derived_names, flows_straight, innermost_loop, names_in, reaches
+from fixer.analysis.graph_reuse import derived_names, flows_straight, innermost_loop, names_in, reaches, remove_keyword
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
@@ -99,7 +99,7 @@ class FakeNotDetachedForDiscriminator(Rule):
         edits = [Edit(start, end, f"{text}.detach()")]
         band_aid = call.flag("retain_graph") is True
         if band_aid and not _backpropagated_again(ctx, scope, call, calls):
-            edits.append(_remove_keyword(ctx, call, "retain_graph"))
+            edits.append(remove_keyword(ctx, call.node, "retain_graph"))
         return self.diagnostic(
             ctx,
             use.arg,
@@ -261,19 +261,6 @@ def _backpropagated_again(ctx: FileContext, scope: Scope, call: BackwardCall, ca
     graph = facts(ctx, scope)
     derived = derived_names(ctx, graph, names_in(call.target), scope_nodes(scope))
     return any(other is not call and reaches(other, derived) for other in calls)
-
-
-def _remove_keyword(ctx: FileContext, call: BackwardCall, name: str) -> Edit:
-    node = call.node
-    items = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
-    keyword = call.keyword(name)
-    index = items.index(keyword)
-    start, end = ctx.span(keyword)
-    if index > 0:
-        start = ctx.span(items[index - 1])[1]
-    elif len(items) > 1:
-        end = ctx.span(items[1])[0]
-    return Edit(start, end, "")
 
 
 def _related(a: str, b: str) -> bool:

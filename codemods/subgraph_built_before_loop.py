@@ -51,13 +51,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
 from fixer.analysis.graph import GraphFacts, Kind, facts, module_names
 from fixer.analysis.graph_reuse import (
     assigned_names,
     derived_names,
     frees_graph,
     innermost_loop,
+    remove_keyword,
     inside,
     names_in,
     reaches,
@@ -84,6 +85,7 @@ class Finding:
     stmt: ast.Assign
     loop: ast.AST
     calls: list[BackwardCall] = field(default_factory=list)
+    band_aid: bool = False  # the loop's backward already passes retain_graph=True
 
 
 class SubgraphBuiltBeforeLoop(Rule):
@@ -105,13 +107,24 @@ class SubgraphBuiltBeforeLoop(Rule):
         found: dict[tuple[int, int], Finding] = {}
         for call in calls:
             loop = innermost_loop(ctx, call.node, scope.node)
-            if loop is None or not frees_graph(call) or not repeats_per_iteration(ctx, call, loop):
+            if loop is None or not repeats_per_iteration(ctx, call, loop):
+                continue
+            band_aid = call.flag("retain_graph") is True and call.keyword("create_graph") is None
+            if not (frees_graph(call) or band_aid):
                 continue
             body = _body_nodes(ctx, loop)
             for name, stmt in _built_before(ctx, scope, graph, loop, body):
                 if reaches(call, derived_names(ctx, graph, {name}, body)):
-                    found.setdefault((id(stmt), id(loop)), Finding(name, stmt, loop)).calls.append(call)
-        return list(found.values())
+                    finding = found.setdefault((id(stmt), id(loop)), Finding(name, stmt, loop))
+                    finding.calls.append(call)
+                    finding.band_aid |= band_aid
+        # retain_graph=True keeps the shared graph: wrong only when the loop updates its leaves
+        # (stale values, or "modified by an inplace operation"), and then recomputing is the fix
+        return [
+            f for f in found.values()
+            if not f.band_aid or (_updates_leaves(ctx, graph, scope, f.stmt.value, f.loop)
+                                  and _recompute_kind(ctx, graph, scope, f.stmt, f.loop) is not None)
+        ]
 
     def _report(self, ctx: FileContext, scope: Scope, finding: Finding) -> Diagnostic:
         graph = facts(ctx, scope)
@@ -122,8 +135,13 @@ class SubgraphBuiltBeforeLoop(Rule):
             f"iteration: the first backward frees its graph, the second fails"
         )
         recompute = _recompute_kind(ctx, graph, scope, stmt, loop)
+        if finding.band_aid:
+            message = (f"`{name} = {expression}` is built once before the loop and kept with `retain_graph=True` "
+                       f"while the loop updates its inputs: every iteration backpropagates through stale values")
         if recompute is not None:
             edits = _recompute_edits(ctx, scope, finding)
+            if edits and finding.band_aid:
+                edits += _band_aid_removals(ctx, loop, finding.calls)
             if edits:
                 safety = Applicability.SAFE if recompute == "pure" else Applicability.UNSAFE
                 return self.diagnostic(ctx, stmt, f"{message}; recompute `{name}` in the loop", edits, safety,
@@ -278,6 +296,15 @@ def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[E
     if not elsewhere and stmt in siblings and len(siblings) > 1:
         edits.append(Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), ""))
     return edits
+
+
+def _band_aid_removals(ctx: FileContext, loop: ast.AST, calls: list[BackwardCall]) -> list[Edit]:
+    """Drop ``retain_graph=True`` when the call is the loop's only backward: once the value is
+    recomputed, nothing else needs the graph kept."""
+    loop_calls = [n for n in _body_nodes(ctx, loop) if isinstance(n, ast.Call) and backward_call(ctx, n)]
+    if len(loop_calls) != 1:
+        return []
+    return [remove_keyword(ctx, call.node, "retain_graph") for call in calls if call.flag("retain_graph") is True]
 
 
 def _retain_graph_edit(ctx: FileContext, call: BackwardCall) -> Optional[Edit]:
