@@ -56,6 +56,7 @@ from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
     Origin,
     keyword_edit,
+    reaching,
     retains_graph,
     runs_after_in_same_pass,
     same_value,
@@ -200,7 +201,7 @@ def _all_available_at(ctx: FileContext, scope: Scope, chain: list[BackwardCall],
             name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
             if name is None:
                 continue
-            here, there = graph.reaching(name, host.node), graph.reaching(name, call.node)
+            here, there = reaching(graph, name, host.node), reaching(graph, name, call.node)
             if [id(s) for s, _ in here] != [id(s) for s, _ in there]:
                 return False
             if any(_after(s, host.node) for s, _ in here):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, Kind, facts
+from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import LOOPS, NESTED, Scope, scopes, under_no_grad
 from fixer.context import FileContext
@@ -29,7 +29,8 @@ from fixer.rule import Edit
 NON_SAVING = frozenset(
     {"add", "sub", "neg", "sum", "mean", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute",
      "transpose", "t", "contiguous", "clone", "expand", "expand_as", "repeat", "cat", "stack", "chunk", "split",
-     "narrow", "select", "float", "double", "half", "to", "cpu", "cuda", "view_as", "reshape_as", "unbind"}
+     "narrow", "select", "float", "double", "half", "to", "cpu", "cuda", "view_as", "reshape_as", "unbind",
+     "requires_grad_", "type_as", "squeeze_", "unsqueeze_"}
 )
 SAVING_OPERATORS = (ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.FloorDiv, ast.Mod)
 # grad-free ops (zero or no derivative): a value passing through them carries no usable graph
@@ -45,6 +46,14 @@ class Origin:
     stmt: ast.AST  # the statement (of the scope asked about) that evaluates it
     saves: bool  # its own operations save tensors for backward (freed by the first backward)
     value: Optional[ast.AST] = field(default=None, compare=False, hash=False)  # the evaluated expression
+
+
+def reaching(graph: GraphFacts, name: str, at: ast.AST) -> list[tuple[ast.AST, Optional[ast.expr]]]:
+    """``graph.reaching`` that treats a name bound by ``with ... as name`` as unknown (no answer):
+    ``ast.withitem`` has no position, which GraphFacts.reaching needs."""
+    if any(not hasattr(stmt, "lineno") for stmt, _ in graph.assignments.get(name, [])):
+        return []
+    return graph.reaching(name, at)
 
 
 def graph_origins(ctx: FileContext, scope: Scope, expr: ast.expr, at: ast.AST) -> frozenset[Origin]:
@@ -75,7 +84,7 @@ class _Tracer:
             if name is None or (name, id(at)) in seen:
                 continue
             seen.add((name, id(at)))
-            defs = self.facts.reaching(name, at)
+            defs = reaching(self.facts, name, at)
             if len(defs) != 1 or defs[0][1] is None:
                 continue  # a branch, a loop-carried value or a loop variable: not certain
             stmt, value = defs[0]
@@ -103,7 +112,7 @@ class _Tracer:
             seen.add((name, id(at)))
             if self.facts.kind(node, at) >= Kind.LEAF:
                 return True
-            if any(value is not None and self.carries(value, stmt, seen) for stmt, value in self.facts.reaching(name, at)):
+            if any(value is not None and self.carries(value, stmt, seen) for stmt, value in reaching(self.facts, name, at)):
                 return True
         return False
 
@@ -154,6 +163,8 @@ class _Tracer:
                     return True
                 continue
             name = qualified(self.ctx, node.func) or ""
+            if CREATION.match(name):
+                continue  # a new tensor (a leaf, even with requires_grad=True)
             method = node.func.attr if isinstance(node.func, ast.Attribute) else name.rsplit(".", 1)[-1]
             torch_op = name.startswith("torch.") or (isinstance(node.func, ast.Attribute) and self.carries(node.func.value, node))
             if torch_op and method not in NON_SAVING and method not in DETACHING_METHODS:
@@ -260,7 +271,7 @@ def _root_names(tracer: _Tracer, expr: ast.expr, at: ast.AST, seen: Optional[set
             continue
         seen.add((name, id(at)))
         names.add(name.split(".")[0])
-        for stmt, value in tracer.facts.reaching(name, at):
+        for stmt, value in reaching(tracer.facts, name, at):
             if value is not None:
                 names |= _root_names(tracer, value, stmt, seen)
     return names
@@ -317,7 +328,7 @@ def same_value(ctx: FileContext, scope: Scope, first: BackwardCall, second: Back
     if name is None or name != dotted(second.target):
         return False
     graph = facts(ctx, scope)
-    defs_first, defs_second = graph.reaching(name, first.node), graph.reaching(name, second.node)
+    defs_first, defs_second = reaching(graph, name, first.node), reaching(graph, name, second.node)
     return len(defs_first) == 1 and len(defs_second) == 1 and defs_first[0][0] is defs_second[0][0] and defs_first[0][1] is not None
 
 
@@ -365,7 +376,7 @@ def backwarded_again_after_loop(ctx: FileContext, scope: Scope, first: BackwardC
     if not runs_after_in_same_pass(ctx, scope, first_stmt, second_stmt, allow_first_loop=True):
         return False
     graph = facts(ctx, scope)
-    at_first, at_second = graph.reaching(name, first.node), graph.reaching(name, second.node)
+    at_first, at_second = reaching(graph, name, first.node), reaching(graph, name, second.node)
     if len(at_first) != 1 or at_first[0][1] is None or not at_second or at_second[0][0] is not at_first[0][0]:
         return False
     definition = at_first[0][0]
