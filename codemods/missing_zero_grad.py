@@ -45,7 +45,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
-from fixer.analysis.protocol import Event, attached_start, block_events, optimizer_params, zeroes_for
+from fixer.analysis.protocol import Event, attached_start, block_events, is_plain_step, optimizer_params, zeroes_for
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -80,7 +80,7 @@ class MissingZeroGrad(Rule):
         for step in events:
             if step.kind != "step" or step.conditional or step.owner in reported or step.index < first_backward:
                 continue
-            if not _plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
+            if not is_plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
                 continue
             reported.add(step.owner)
             yield self._report(ctx, loop, step)
@@ -98,10 +98,6 @@ class MissingZeroGrad(Rule):
             edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{call}{ctx.newline}")]
         return self.diagnostic(ctx, step.call, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of the loop")
 
-
-def _plain_step(step: Event) -> bool:
-    expected = 1 if step.spelling == "scaler" else 0
-    return len(step.call.args) == expected and not step.call.keywords
 
 
 def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: str) -> bool:

@@ -49,6 +49,7 @@ from fixer.analysis.protocol import (
     block_events,
     blocks,
     is_loop_body,
+    is_plain_step,
     is_update_companion,
     movable,
     optimizer_params,
@@ -77,7 +78,7 @@ class StepBeforeBackward(Rule):
     def _check_block(self, ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterator[Diagnostic]:
         events = block_events(ctx, scope, block)
         for step in events:
-            if step.kind != "step" or not step.direct or step.conditional or not _plain_step(step):
+            if step.kind != "step" or not step.direct or step.conditional or not is_plain_step(step):
                 continue
             earlier = _since_last_update(events, step)
             if any(e.kind == "backward" for e in earlier):
@@ -116,11 +117,6 @@ class StepBeforeBackward(Rule):
             edits = [Edit(start, end, ""), Edit(at, at, prefix + text)]
         return self.diagnostic(ctx, step.call, message, edits, Applicability.UNSAFE, title=f"Move `{step_text}` after `{backward_text}`")
 
-
-def _plain_step(step: Event) -> bool:
-    """``opt.step()`` or ``scaler.step(opt)``: not ``opt.step(closure)``, which runs its own backward."""
-    expected = 1 if step.spelling == "scaler" else 0
-    return len(step.call.args) == expected and not step.call.keywords
 
 
 def _since_last_update(events: list[Event], step: Event) -> list[Event]:

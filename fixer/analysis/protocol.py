@@ -66,6 +66,12 @@ def _runs_conditionally(parent: ast.AST, child: Optional[ast.AST]) -> bool:
     return isinstance(parent, CONDITIONAL)
 
 
+def is_plain_step(step: Event) -> bool:
+    """``opt.step()`` or ``scaler.step(opt)``; not ``opt.step(closure)``, which runs its own backward."""
+    expected = 1 if step.spelling == "scaler" else 0
+    return len(step.call.args) == expected and not step.call.keywords
+
+
 def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
     yield node
     yield from ctx.ancestors(node)
