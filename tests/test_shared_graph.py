@@ -1,0 +1,115 @@
+"""Unit tests of fixer/analysis/shared_graph.py: which backward calls walk the same graph."""
+
+from __future__ import annotations
+
+import textwrap
+
+from fixer.analysis.calls import backward_calls
+from fixer.analysis.scopes import scopes
+from fixer.analysis.shared_graph import later_backward_through_same_graph
+from fixer.context import FileContext
+
+
+PRELUDE = "import torch\nfrom torch import nn\n" + "".join(
+    f"{name} = nn.{module}\n"
+    for name, module in [("trunk", "Linear(2, 2)"), ("head_a", "Linear(2, 1)"), ("head_b", "Linear(2, 1)"), ("crit", "MSELoss()")]
+)
+
+
+def _later(source: str) -> list:
+    """For each backward call of the module body: the line (counted in ``source``, first line 1)
+    of the later call that walks its graph again, or None."""
+    ctx = FileContext("t.py", PRELUDE + textwrap.dedent(source).lstrip("\n"))
+    scope = scopes(ctx)[0]
+    found = []
+    for call in backward_calls(ctx, scope):
+        later = later_backward_through_same_graph(ctx, scope, call)
+        found.append(later.node.lineno - PRELUDE.count("\n") if later else None)
+    return found
+
+
+def test_two_heads_on_one_trunk_share():
+    assert _later("""
+        features = trunk(x)
+        a = crit(head_a(features), y)
+        b = crit(head_b(features), y)
+        a.backward()
+        b.backward()
+    """) == [5, None]
+
+
+def test_destructured_module_outputs_share():
+    assert _later("""
+        logits, value = model(x)
+        a = crit(logits, y)
+        b = crit(value, y)
+        a.backward()
+        b.backward()
+    """) == [5, None]
+
+
+def test_detached_features_do_not_share():
+    assert _later("""
+        features = trunk(x)
+        a = crit(head_a(features), y)
+        b = crit(head_b(features.detach()), y)
+        a.backward()
+        b.backward()
+    """) == [None, None]
+
+
+def test_fresh_forward_does_not_share():
+    assert _later("""
+        a = crit(model(x), y)
+        a.backward()
+        b = crit(model(x), y)
+        b.backward()
+    """) == [None, None]
+
+
+def test_same_tensor_again_is_always_reported():
+    """Even a graph of additions (which saves nothing and could be walked twice): the question is
+    whether a later call walks the graph, which is what retain_graph is for."""
+    assert _later("""
+        loss = crit(model(x), y)
+        loss.backward()
+        loss.backward()
+    """) == [3, None]
+    assert _later("""
+        w = torch.ones(1, requires_grad=True)
+        y = w + 1
+        y.backward()
+        y.backward()
+    """) == [4, None]
+
+
+def test_exclusive_branches_do_not_follow():
+    assert _later("""
+        loss = crit(model(x), y)
+        if flag:
+            loss.backward()
+        else:
+            loss.backward()
+    """) == [None, None]
+
+
+def test_helper_returning_loss_of_its_argument():
+    assert _later("""
+        def head_loss(head, features, y):
+            return crit(head(features), y)
+
+        features = trunk(x)
+        a = head_loss(head_a, features, y)
+        b = head_loss(head_b, features, y)
+        a.backward()
+        b.backward()
+    """) == [8, None]
+
+
+def test_extra_backward_after_accumulation_loop():
+    assert _later("""
+        for batch in range(2):
+            loss = crit(model(batch), y)
+            loss.backward()
+        loss.backward()
+    """) == [4, None]
