@@ -15,7 +15,7 @@ AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
 AUTOGRAD_GRAD = ("torch.autograd.grad",)
 # objects whose .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
 BACKWARD_OWNERS = re.compile(r"^(accelerator|fabric|engine|model_engine|deepspeed_engine)$")
-OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_|\d))", re.IGNORECASE)
+OPTIMIZER_NAME = re.compile(r"optim|Optim|OPTIM|(^|_)(opt|Opt|OPT)($|[_\dA-Z])")  # optimizer, opt, optD, g_opt
 NOT_OPTIMIZER = re.compile(r"sched|lr_|warmup|env|game|world|sim", re.IGNORECASE)
 
 

@@ -60,6 +60,7 @@ class GraphFacts:
         self.scope = scope
         self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
         self.backwarded: set[str] = set()
+        self._name_kinds: dict[tuple[str, int], Kind] = {}
         self._collect()
 
     # -- facts -----------------------------------------------------------------------------
@@ -73,7 +74,7 @@ class GraphFacts:
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 self._bind(node.target, node, None)  # batches from a loader: no graph
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                self._bind(node.optional_vars, node, None)
+                self._bind(node.optional_vars, self.ctx.parent(node) or node, None)  # the With has the position
             elif isinstance(node, ast.NamedExpr):
                 self._bind(node.target, node, node.value)
         for call in backward_calls(self.ctx, self.scope):
@@ -165,8 +166,10 @@ class GraphFacts:
         if name is None:  # attribute of a call result etc.
             return self.kind(expr.value, at, seen) if isinstance(expr, ast.Attribute) else Kind.NONE
         key = (name, id(at))
+        if key in self._name_kinds:
+            return self._name_kinds[key]
         if key in seen:
-            return Kind.NONE
+            return Kind.NONE  # a cycle (a value carried around a loop): the other definitions decide
         seen.add(key)
         defs = self.reaching(name, at)
         if defs:
@@ -174,7 +177,10 @@ class GraphFacts:
         else:
             result = Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE
         if result == Kind.UNKNOWN and name in self.backwarded:
-            return Kind.GRAPH
+            result = Kind.GRAPH
+        seen.discard(key)
+        if not seen:  # only results not cut short by a cycle are final
+            self._name_kinds[key] = result
         return result
 
     def _parameters(self) -> set[str]:
@@ -211,11 +217,10 @@ class GraphFacts:
             return Kind.GRAPH
         if name and name.startswith("torch."):
             return _promote(args)
-        if isinstance(func, ast.Attribute) and dotted(func) is None or (
-            isinstance(func, ast.Attribute) and self.kind(func.value, at, seen) >= Kind.LEAF
-        ):
+        receiver = self.kind(func.value, at, seen) if isinstance(func, ast.Attribute) else Kind.NONE
+        if isinstance(func, ast.Attribute) and (dotted(func) is None or receiver >= Kind.LEAF):
             # a tensor method: x.mean(), model(x).sum(), h.view(...)
-            return _promote(_max([self.kind(func.value, at, seen), args]))
+            return _promote(_max([receiver, args]))
         local = self._local_function(func)
         if local is not None:
             return self._returns(local, seen)
