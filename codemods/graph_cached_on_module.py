@@ -1,0 +1,104 @@
+"""## What it does
+Finds an `nn.Module` whose `forward` stores a graph-carrying tensor on `self` (`self.prev = out`,
+`self.running = self.running * m + h.mean(0)` on a plain attribute or a buffer, with gradient
+recording on) and reads it again in the next call.
+
+## Why is this bad?
+The stored tensor keeps the autograd graph of the call that made it. When the next call feeds it
+into its output, that call's `backward()` walks into the previous call's graph, which the
+previous backward freed: `RuntimeError: Trying to backward through the graph a second time`.
+When it only feeds its own update (a running statistic), no gradient ever flows through it, but
+every call's graph is chained onto the next and never freed: memory grows with every step.
+
+## Example
+```python
+class Smoother(nn.Module):
+    def forward(self, x):
+        out = self.fc(x)
+        if self.prev is not None:
+            out = 0.5 * (out + self.prev)
+        self.prev = out
+        return out
+```
+
+## Use instead
+```python
+        self.prev = out.detach()
+```
+The rule always detaches the stored value (rather than wrapping the update in
+`torch.no_grad()`): one spelling for caches and statistics, and the value stays a tensor of the
+same shape and dtype. When the call itself uses the attribute again after storing it
+(`self.state = 0.8 * self.state + f(x); return self.state`), the previous call's value is detached
+where it is read instead (`0.8 * self.state.detach()`), so this call keeps its own gradient.
+
+## Fix safety
+Safe for a running statistic that only feeds its own update and that no other method reads: no
+gradient ever flowed through it, so gradients and parameters are unchanged (only the chain of old
+graphs is freed). Unsafe for a cache that feeds the output: gradient no longer flows from one
+call into the previous call's computation. With one backward per call the original raises at the
+second backward, so nothing it computed changes; a model that calls the module several times
+before one backward (unrolling a sequence) loses the gradient between those calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.module_cache import CachedState, cached_states
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+class GraphCachedOnModule(Rule):
+    code = "GF104"
+    name = "graph-cached-on-module"
+    summary = "A module keeps a graph-carrying tensor on self and reuses it in the next forward call"
+    fix_safety = "mixed"
+    prefilter = re.compile(rb"def forward\b")
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for state in cached_states(ctx):
+            yield self._report(ctx, state)
+
+    def _report(self, ctx: FileContext, state: CachedState) -> Diagnostic:
+        self_name = state.method.self_name
+        target = f"{self_name}.{state.attr}"
+        edits = _read_edits(ctx, state) if state.read_after_store else _detach_edits(ctx, state)
+        safe = state.statistic and not state.read_elsewhere
+        if state.statistic:
+            why = "chains every call's autograd graph onto the next, so none is ever freed"
+        else:
+            why = "feeds the next call's output, whose backward walks the graph this call's backward freed"
+        remedy = "read the previous value detached" if state.read_after_store else "store a detached value"
+        message = f"`{target}` keeps this call's autograd graph and {why}; {remedy}"
+        applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+        return self.diagnostic(ctx, state.store, message, edits, applicability, title=f"Store `{target}` detached")
+
+
+def _detach_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
+    graph = facts(ctx, state.method)
+    value = state.store.value
+    parts = value.elts if isinstance(value, ast.Tuple) else [value]
+    edits = []
+    for part in parts:
+        if graph.kind(part, state.store) != Kind.GRAPH:
+            continue
+        text = ctx.text(part)
+        start, end = ctx.span(part)
+        edits.append(Edit(start, end, f"{text}.detach()" if isinstance(part, ATOMS) else f"({text}).detach()"))
+    return edits
+
+
+def _read_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
+    """The attribute is used again after the store in the same call, so the stored value must keep
+    its graph for this call: detach the previous call's value where it is read instead."""
+    edits = []
+    for read in state.previous_reads:
+        start, end = ctx.span(read)
+        edits.append(Edit(start, end, f"{ctx.text(read)}.detach()"))
+    return edits

@@ -1,0 +1,143 @@
+"""Graph-carrying tensors an ``nn.Module`` keeps on ``self`` from one forward call to the next.
+
+A *forward path* is a module class's ``forward`` plus the methods it calls on ``self``. A cached
+state is an attribute the path stores a graph-carrying value into (``self.prev = out``,
+``self.running = self.running * m + h.mean(0)``) and reads, in a later call, before storing it
+again: the read sees the previous call's tensor, whose graph that call's backward freed (when it
+feeds the output) or which chains every call's graph onto the next (a running statistic that only
+feeds itself). Values stored under ``no_grad`` or detached, attributes detached anywhere in the
+class, caches only read after being set in the same call, and state that another method resets
+(an author managing the state's lifetime, as spiking neurons do between sequences) are left
+alone."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from fixer.analysis.carried_flow import Feeding, contains, dominates, names_in, position, surely_defines
+from fixer.analysis.graph import Kind, facts, module_classes
+from fixer.analysis.names import dotted, last_name
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.context import FileContext
+
+CUTS = ("detach", "repackage", "reset", "clear")
+SETUP = frozenset({"__init__", "reset_parameters", "_reset_parameters", "extra_repr"})
+
+
+@dataclass(frozen=True)
+class CachedState:
+    method: Scope  # the forward-path method that stores and reads the attribute
+    attr: str  # "prev" for self.prev
+    store: ast.Assign
+    read: ast.expr  # a read that sees the previous call's value
+    statistic: bool  # the value only feeds its own update: no gradient ever flows through it
+    read_elsewhere: bool  # another method reads it too (it may hand the tensor to a loss)
+    read_after_store: bool  # read again in the same call after the store
+    previous_reads: tuple[ast.expr, ...] = ()  # reads seeing the previous call's value that feed a value
+
+
+def cached_states(ctx: FileContext) -> list[CachedState]:
+    return ctx.memo("cached_states", lambda: list(_find(ctx)))
+
+
+def _find(ctx: FileContext) -> Iterator[CachedState]:
+    classes = module_classes(ctx)
+    by_class: dict[int, list[Scope]] = {}
+    for scope in scopes(ctx):
+        if scope.class_node is not None and scope.class_node.name in classes and scope.self_name:
+            by_class.setdefault(id(scope.class_node), []).append(scope)
+    for methods in by_class.values():
+        path = _forward_path(methods)
+        for method in path:
+            yield from _states_of(ctx, method, methods, path)
+
+
+def _forward_path(methods: list[Scope]) -> list[Scope]:
+    by_name = {m.node.name: m for m in methods}
+    path = [by_name["forward"]] if "forward" in by_name else []
+    for method in path:
+        for node in scope_nodes(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and dotted(node.func.value) == method.self_name:
+                callee = by_name.get(node.func.attr)
+                if callee is not None and callee not in path:
+                    path.append(callee)
+    return path
+
+
+def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope]) -> Iterator[CachedState]:
+    graph = facts(ctx, method)
+    prefix = f"{method.self_name}."
+    for name, defs in graph.assignments.items():
+        if not name.startswith(prefix) or name.count(".") != 1:
+            continue
+        attr = name[len(prefix) :]
+        stores = [(s, v) for s, v in defs if isinstance(s, ast.Assign) and v is not None and graph.kind(v, s) == Kind.GRAPH]
+        stores = [(s, v) for s, v in stores if not _eval_only(ctx, s, method)]
+        if not stores or _managed(ctx, methods, path, attr):
+            continue
+        reads = [r for r in _previous_call_reads(ctx, method, name, defs) if not _eval_only(ctx, r, method)]
+        outputs = [Feeding(ctx, method.body, ret.value, ret) for ret in _returns(method)]
+        updates = [Feeding(ctx, method.body, v, s) for s, v in stores]
+        to_output = next((r for r in reads if any(f.reaches(r) for f in outputs)), None)
+        to_itself = next((r for r in reads if any(f.reaches(r) for f in updates)), None)
+        read = to_output or to_itself
+        if read is None:
+            continue
+        store = stores[0][0]
+        later = [r for r in _reads(method, name) if position(r) > position(store) and not contains(store, r)]
+        elsewhere = any(_reads(m, f"{m.self_name}.{attr}") for m in methods if m is not method)
+        feeding = tuple(r for r in reads if any(f.reaches(r) for f in outputs + updates))
+        yield CachedState(method, attr, store, read, to_output is None and not elsewhere, elsewhere, bool(later), feeding)
+
+
+def _reads(method: Scope, name: str) -> list[ast.expr]:
+    return [
+        n
+        for n in scope_nodes(method)
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n) == name
+    ]
+
+
+def _previous_call_reads(ctx: FileContext, method: Scope, name: str, defs) -> list[ast.expr]:
+    """Reads of ``self.attr`` that no assignment of this call surely precedes: they see the
+    previous call's value."""
+    candidates = {id(a): a for s, _ in defs for a in [s, *ctx.ancestors(s)] if isinstance(a, ast.stmt) and a is not method.node}
+    return [
+        read
+        for read in sorted(_reads(method, name), key=position)
+        if not any(dominates(ctx, c, read) and surely_defines(c, name) for c in candidates.values())
+    ]
+
+
+def _returns(method: Scope) -> list[ast.Return]:
+    return [n for n in scope_nodes(method) if isinstance(n, ast.Return) and n.value is not None]
+
+
+def _managed(ctx: FileContext, methods: list[Scope], path: list[Scope], attr: str) -> bool:
+    """Another method (not construction) assigns the attribute, or any method detaches/resets it."""
+    for method in methods:
+        name = f"{method.self_name}.{attr}"
+        if method not in path and method.node.name not in SETUP and name in facts(ctx, method).assignments:
+            return True
+        for node in scope_nodes(method):
+            if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
+                if name in names_in(ctx.statement_of(node)):
+                    return True
+    return False
+
+
+def _eval_only(ctx: FileContext, node: ast.AST, method: Scope) -> bool:
+    """Under ``if not self.training:`` (or its ``else`` of ``if self.training:``)."""
+    child = node
+    for parent in ctx.ancestors(node):
+        if parent is method.node:
+            return False
+        if isinstance(parent, ast.If) and f"{method.self_name}.training" in names_in(parent.test):
+            negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            in_body = any(child is s for s in parent.body)
+            if negated == in_body:
+                return True
+        child = parent
+    return False
