@@ -56,17 +56,36 @@ class CarriedValue:
 
 def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
     found: dict[int, Iteration] = {}
-    for call in backward_calls(ctx, scope):
+    calls = backward_calls(ctx, scope)
+    for call in calls:
         if call.kind == "autograd.grad" or _keeps_graph(call, "create_graph"):
             continue
         stmt = ctx.statement_of(call.node)
         loops = enclosing_loops(ctx, stmt, scope)
         if loops:
-            if always_runs(ctx, stmt, loops[0]):
+            if _backprops_every_pass(ctx, stmt, loops[0], calls):
                 found.setdefault(id(loops[0]), Iteration(loops[0], call, False))
         elif scope.self_name and always_runs(ctx, stmt, scope.node):
             found.setdefault(id(scope.node), Iteration(scope.node, call, True))
     return list(found.values())
+
+
+def _backprops_every_pass(ctx: FileContext, stmt: ast.stmt, loop: ast.AST, calls: list[BackwardCall]) -> bool:
+    """The backward runs on every pass of ``loop``: between them lie only ``with`` blocks, ``try``
+    bodies and ``if``/``else`` whose other branch backpropagates too
+    (``if use_optimizer: loss.backward() else: loss.sum().backward()``)."""
+    child = stmt
+    for parent in ctx.ancestors(stmt):
+        if parent is loop:
+            return any(child is s for s in loop.body)
+        if isinstance(parent, ast.If):
+            other = parent.orelse if any(child is s for s in parent.body) else parent.body
+            if not any(contains(s, c.node) for s in other for c in calls):
+                return False
+        elif not (isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body):
+            return False
+        child = parent
+    return False
 
 
 def _keeps_graph(call: BackwardCall, flag: str) -> bool:
