@@ -43,14 +43,13 @@ import ast
 import re
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import backpropagates_in, backward_calls
+from fixer.analysis.calls import BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
-ACCUMULATION_TEXT = re.compile(r"\+=|\+|append")
 METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -71,8 +70,8 @@ class LossAccumulatedWithGraph(Rule):
                     yield diagnostic
 
     def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
-        if not ctx.mentions(scope.node, ACCUMULATION_TEXT):
-            return
+        if not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx)):
+            return  # nothing in this scope backpropagates
         graph = facts(ctx, scope)
         for node in scope_nodes(scope):
             found = _accumulation(node, graph)

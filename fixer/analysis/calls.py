@@ -132,20 +132,40 @@ def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
 
 def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     """True if running ``region`` (a loop, or the scope itself) backpropagates: a backward call
-    in it, or a call of a function (of this file or an imported project file) that makes one."""
+    in it, or a call of a function of this file that makes one."""
     from fixer.analysis.project import called_function  # project -> scopes -> (no calls): no cycle at import
 
     inside = region is scope.node
     for call in backward_calls(ctx, scope):
         if inside or any(parent is region for parent in ctx.ancestors(call.node)):
             return True
+    if not training_functions(ctx) or not ctx.mentions(region, training_call_text(ctx)):
+        return False
     nodes = scope_nodes(scope) if inside else [n for n in ast.walk(region)]
     for node in nodes:
         if isinstance(node, ast.Call):
-            callee = called_function(ctx, scope, node.func)
+            callee = called_function(ctx, scope, node.func, imported=False)
             if callee is not None and callee.node is not scope.node and backward_calls(callee.ctx or ctx, callee):
                 return True
     return False
+
+
+def training_functions(ctx: FileContext) -> set[str]:
+    """Names of this file's functions and methods that backpropagate themselves."""
+    from fixer.analysis.scopes import scopes
+
+    def compute() -> set[str]:
+        return {
+            s.node.name for s in scopes(ctx) if not isinstance(s.node, ast.Module) and backward_calls(ctx, s)
+        }
+
+    return ctx.memo("training_functions", compute)
+
+
+def training_call_text(ctx: FileContext) -> "re.Pattern[str]":
+    """Text that may call one of ``training_functions`` (a cheap gate before walking a scope)."""
+    names = sorted(training_functions(ctx)) or ["(?!)"]
+    return ctx.memo("training_call_text", lambda: re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))))
 
 
 def iter_calls(scope: Scope) -> Iterator[ast.Call]:

@@ -61,6 +61,7 @@ class GraphFacts:
         self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
         self.backwarded: set[str] = set()
         self._name_kinds: dict[tuple[str, int], Kind] = {}
+        self._query_kinds: dict[tuple[str, int], Kind] = {}
         self._collect()
 
     # -- facts -----------------------------------------------------------------------------
@@ -132,6 +133,8 @@ class GraphFacts:
     def kind(self, expr: Optional[ast.expr], at: Optional[ast.AST] = None, _seen: Optional[set] = None) -> Kind:
         if expr is None:
             return Kind.NONE
+        if _seen is None:
+            self._query_kinds = {}
         seen = _seen if _seen is not None else set()
         at = at or expr
         if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.Dict, ast.DictComp, ast.SetComp, ast.Set)):
@@ -168,6 +171,8 @@ class GraphFacts:
         key = (name, id(at))
         if key in self._name_kinds:
             return self._name_kinds[key]
+        if key in self._query_kinds:
+            return self._query_kinds[key]
         if key in seen:
             return Kind.NONE  # a cycle (a value carried around a loop): the other definitions decide
         seen.add(key)
@@ -179,8 +184,9 @@ class GraphFacts:
         if result == Kind.UNKNOWN and name in self.backwarded:
             result = Kind.GRAPH
         seen.discard(key)
-        if not seen:  # only results not cut short by a cycle are final
+        if not seen:  # only results not cut short by a cycle are final ...
             self._name_kinds[key] = result
+        self._query_kinds[key] = result  # ... the others hold for the rest of this question
         return result
 
     def _parameters(self) -> set[str]:

@@ -18,9 +18,9 @@ MAX_BYTES = 1_000_000
 _loaded: dict[str, Optional[FileContext]] = {}
 
 
-def called_function(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[Scope]:
+def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bool = True) -> Optional[Scope]:
     """The function a call runs, when it is in this file (``helper(...)``, ``self.method(...)``)
-    or imported from another project file; None if unknown."""
+    or (with ``imported``) imported from another project file; None if unknown."""
     name = dotted(func)
     if name is None:
         return None
@@ -33,7 +33,7 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[
             return candidate
         if attr and "." not in attr and head == scope.self_name and node.name == attr and candidate.class_node is scope.class_node:
             return candidate
-    return imported_function(ctx, func)
+    return imported_function(ctx, func) if imported else None
 
 
 def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
