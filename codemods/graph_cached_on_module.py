@@ -47,7 +47,7 @@ import re
 from typing import Iterator
 
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.module_cache import CachedState, cached_states
+from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -60,6 +60,10 @@ class GraphCachedOnModule(Rule):
     summary = "A module keeps a graph-carrying tensor on self and reuses it in the next forward call"
     fix_safety = "mixed"
     prefilter = re.compile(rb"def forward\b")
+
+    @classmethod
+    def applies_to(cls, data: bytes) -> bool:
+        return may_cache_on_module(data)
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for state in cached_states(ctx):

@@ -93,7 +93,15 @@ def fix_text(path: str, text: str, diagnostics: list[Diagnostic], options: Optio
 
 def active_rules(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     """The cheap byte-level pre-filter: only rules whose needle occurs in the file run."""
-    return [rule for rule in rules if rule.prefilter.search(data)]
+    answers: dict[tuple[object, bytes], bool] = {}  # rules sharing a pre-filter search once
+    chosen = []
+    for rule in rules:
+        key = (rule.applies_to.__func__, rule.prefilter.pattern)
+        if key not in answers:
+            answers[key] = rule.applies_to(data)
+        if answers[key]:
+            chosen.append(rule)
+    return chosen
 
 
 def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:

@@ -74,6 +74,14 @@ class Rule:
     prefilter: ClassVar[re.Pattern[bytes]] = BACKWARD_CALL
     documentation: ClassVar[str] = ""
 
+    @classmethod
+    def applies_to(cls, data: bytes) -> bool:
+        """The cheap byte-level pre-filter: False means the file cannot hold this bug and is not
+        parsed for it. Override when a single regex is too coarse."""
+        if cls.prefilter is BACKWARD_CALL and b"backward" not in data and b"autograd" not in data:
+            return False  # substring tests run at memchr speed; the regex only where they hit
+        return cls.prefilter.search(data) is not None
+
     def check(self, ctx: "FileContext") -> Iterable[Diagnostic]:
         raise NotImplementedError
 

@@ -13,6 +13,8 @@ alone."""
 from __future__ import annotations
 
 import ast
+import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -36,6 +38,44 @@ class CachedState:
     read_elsewhere: bool  # another method reads it too (it may hand the tensor to a loss)
     read_after_store: bool  # read again in the same call after the store
     previous_reads: tuple[ast.expr, ...] = ()  # reads seeing the previous call's value that feed a value
+
+
+FORWARD_DEF = re.compile(rb"^([ \t]*)def forward\b", re.M)
+ANY_DEF = re.compile(rb"^([ \t]*)def (\w+)\b", re.M)
+SELF_CALL = re.compile(rb"\bself\.(\w+)\(")
+SELF_STORE = re.compile(rb"^[ \t]+(?:self\.\w+\s*,\s*)*self\.\w+(?:\[[^\]\n]*\])?\s*[-+*/@]?=(?!=)", re.M)
+
+
+def may_cache_on_module(data: bytes) -> bool:
+    """Byte-level pre-filter: a ``def forward`` whose body (or a ``self.`` method it calls) assigns
+    to ``self.<attr>``. Most model files only assign attributes in ``__init__`` and are skipped."""
+    if b"def forward" not in data:
+        return False
+    defs: dict[bytes, list[re.Match[bytes]]] = {}
+    for match in ANY_DEF.finditer(data):
+        defs.setdefault(match.group(2), []).append(match)
+    for forward in defs.get(b"forward", []):
+        body = _block(data, forward)
+        if SELF_STORE.search(body):
+            return True
+        for name in set(SELF_CALL.findall(body)) & defs.keys():
+            if any(SELF_STORE.search(_block(data, helper)) for helper in defs[name]):
+                return True
+    return False
+
+
+@lru_cache(maxsize=None)
+def _dedent(indent: int) -> re.Pattern[bytes]:
+    return re.compile(rb"^[ \t]{0,%d}(?=\S)" % indent, re.M)
+
+
+def _block(data: bytes, definition: re.Match[bytes]) -> bytes:
+    """The lines of a ``def`` (up to the next line indented no deeper than it)."""
+    start = data.find(b"\n", definition.end())
+    if start < 0:
+        return b""
+    end = _dedent(len(definition.group(1))).search(data, start + 1)
+    return data[start : end.start() if end else len(data)]
 
 
 def cached_states(ctx: FileContext) -> list[CachedState]:
