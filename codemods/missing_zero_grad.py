@@ -41,12 +41,20 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, Optional
+from typing import Iterator
 
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
-from fixer.analysis.protocol import Event, attached_start, block_events, is_plain_step, optimizer_params, zeroes_for
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes
+from fixer.analysis.protocol import (
+    Event,
+    attached_start,
+    block_events,
+    is_plain_step,
+    optimizer_params,
+    optimizer_scopes,
+    zeroes_for,
+)
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -63,7 +71,7 @@ class MissingZeroGrad(Rule):
     fix_safety = "unsafe"
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
-        for scope in scopes(ctx):
+        for scope in optimizer_scopes(ctx):
             for loop in scope_nodes(scope):
                 if isinstance(loop, LOOPS):
                     yield from self._check_loop(ctx, scope, loop)

@@ -53,11 +53,12 @@ from fixer.analysis.protocol import (
     is_update_companion,
     movable,
     optimizer_params,
+    optimizer_scopes,
     statement_lines,
     touches_grads,
     zeroes_for,
 )
-from fixer.analysis.scopes import Scope, scopes
+from fixer.analysis.scopes import Scope
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -71,7 +72,7 @@ class StepBeforeBackward(Rule):
     fix_safety = "unsafe"
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
-        for scope in scopes(ctx):
+        for scope in optimizer_scopes(ctx):
             for block in blocks(scope):
                 yield from self._check_block(ctx, scope, block)
 

@@ -81,6 +81,14 @@ def _block_owner(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
     return ctx.parent(block[0]) if block else None
 
 
+def optimizer_scopes(ctx: FileContext) -> list[Scope]:
+    """Scopes whose text mentions ``zero_grad`` or ``.step``: the only ones the 2xx rules look into."""
+    from fixer.analysis.calls import OPTIMIZER_TEXT
+    from fixer.analysis.scopes import scopes
+
+    return [scope for scope in scopes(ctx) if ctx.mentions(scope.node, OPTIMIZER_TEXT)]
+
+
 def blocks(scope: Scope) -> Iterator[list[ast.stmt]]:
     """Every statement list of the scope: its body, and the bodies of its loops, ifs, withs, trys."""
     yield scope.body
