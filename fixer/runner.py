@@ -25,6 +25,13 @@ def _work(path: str) -> FileResult:
         return FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"])
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def run(paths: Sequence[str], options: Options, jobs: int = 0) -> list[FileResult]:
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     if jobs == 1 or len(paths) < INLINE_LIMIT:
@@ -33,7 +40,8 @@ def run(paths: Sequence[str], options: Options, jobs: int = 0) -> list[FileResul
     else:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         with multiprocessing.get_context(method).Pool(jobs, initializer=_init, initargs=(options,)) as pool:
-            chunk = max(1, min(32, len(paths) // (jobs * 8)))
-            results = list(pool.imap_unordered(_work, paths, chunksize=chunk))
+            # largest files first in small chunks, so no worker is left with a big file at the end
+            chunk = max(1, min(8, len(paths) // (jobs * 32)))
+            results = list(pool.imap_unordered(_work, sorted(paths, key=_size, reverse=True), chunksize=chunk))
     order = {path: index for index, path in enumerate(paths)}
     return sorted(results, key=lambda r: order[r.path])

@@ -79,7 +79,7 @@ def _looks_like_class(node: ast.expr) -> bool:
     return bool(name) and name[0].isupper() and not name.isupper() and len(name) > 1
 
 
-BACKWARD_TEXT = re.compile(r"backward|\bgrad\b")
+BACKWARD_TEXT = re.compile(r"backward\s*\(|\bgrad\s*\(")  # what backward_call can recognise
 OPTIMIZER_TEXT = re.compile(r"zero_grad|\.step\b")
 
 
