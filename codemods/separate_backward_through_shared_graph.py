@@ -77,7 +77,7 @@ class SeparateBackwardThroughSharedGraph(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
             calls = [c for c in backward_calls(ctx, scope) if _standalone(ctx, c)]
-            if len(calls) < 2:
+            if len(calls) < 2 or _gan_step(ctx, scope):
                 continue
             merged: set[int] = set()
             for index, call in enumerate(calls):
@@ -95,6 +95,18 @@ class SeparateBackwardThroughSharedGraph(Rule):
                         yield diagnostic
                         continue
                 yield _retain(self, ctx, scope, call, partner, origins)
+
+
+def _gan_step(ctx: FileContext, scope: Scope) -> bool:
+    """GF103 reports the real cause here (a discriminator step on an undetached fake); its fix
+    makes the graphs independent, so adding retain_graph would only hide it."""
+    from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
+
+    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    node = scope.node
+    if isinstance(node, ast.Module):
+        return bool(lines)
+    return any(node.lineno <= line <= node.end_lineno for line in lines)
 
 
 def _standalone(ctx: FileContext, call: BackwardCall) -> bool:

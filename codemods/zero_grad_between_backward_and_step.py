@@ -78,8 +78,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 continue
             step = _next_step(ctx, events, zero)
             backward = _previous_backward(events, zero, step)
-            if step is None or backward is None:
-                continue
+            if step is None or backward is None or step.call.lineno in _steps_before_backward(ctx):
+                continue  # GF202: the step comes before its own backward, the zero_grad is in place
             objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
             between = block[backward.index + 1 : step.index]
             if any(touches_grads(ctx, stmt, objects) for stmt in between if stmt is not block[zero.index]):
@@ -107,6 +107,13 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
 def _keyword_other_than_set_to_none(call: ast.Call) -> bool:
     return any(k.arg != "set_to_none" for k in call.keywords)
+
+
+def _steps_before_backward(ctx: FileContext) -> set[int]:
+    """Lines of the steps GF202 reports: there the real cause is the step's position."""
+    from codemods.step_before_backward import StepBeforeBackward
+
+    return ctx.memo("gf202_lines", lambda: {d.line for d in StepBeforeBackward().check(ctx)})
 
 
 def _next_step(ctx: FileContext, events: list[Event], zero: Event) -> Optional[Event]:

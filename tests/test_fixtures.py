@@ -73,3 +73,11 @@ def test_all_rules_together_converge(case):
     ast.parse(out)
     again = process_source(str(case.before), out.encode("utf-8"), Options(rules=all_rules(), fix=True, unsafe=True))
     assert not again.changed, "all rules together do not reach a fixpoint"
+
+
+@pytest.mark.parametrize("case", BEFORE, ids=_ids(BEFORE))
+def test_other_rules_do_not_pile_on(case):
+    """Where one bug could be described by two rules, only the one naming the cause reports it."""
+    own = rule_for_module(case.rule_module).code
+    result = run(case.before, all_rules(), fix=False)
+    assert {d.code for d in result.diagnostics} == {own}
