@@ -54,7 +54,10 @@ import ast
 from typing import Iterator
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.scopes import scopes
+from fixer.analysis.carried_flow import always_runs
+from fixer.analysis.names import dotted
+from fixer.analysis.project import called_function
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
     backwarded_again_after_loop,
     graph_origins,
@@ -75,7 +78,9 @@ class RepeatedBackward(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
-            calls = [c for c in backward_calls(ctx, scope) if c.keyword("create_graph") is None]
+            direct = [c for c in backward_calls(ctx, scope) if c.keyword("create_graph") is None]
+            helpers = _helper_backwards(ctx, scope) if direct else {}
+            calls = sorted(direct + list(helpers), key=lambda c: (c.node.lineno, c.node.col_offset))
             for index, call in enumerate(calls):
                 if retains_graph(call) or not _saves(ctx, scope, call):
                     continue
@@ -83,7 +88,10 @@ class RepeatedBackward(Rule):
                 for later in calls[index + 1 :]:
                     later_stmt = ctx.statement_of(later.node)
                     if runs_after_in_same_pass(ctx, scope, stmt, later_stmt) and same_value(ctx, scope, call, later):
-                        yield self._retain(ctx, call, later)
+                        if call in helpers:
+                            yield self._retain_in_helper(ctx, call, helpers[call], later)
+                        elif later not in helpers:
+                            yield self._retain(ctx, call, later)
                         break
                     if backwarded_again_after_loop(ctx, scope, call, later):
                         yield self._delete(ctx, call, later)
@@ -113,6 +121,20 @@ class RepeatedBackward(Rule):
             title="Pass retain_graph=True (the gradients are added twice)",
         )
 
+    def _retain_in_helper(self, ctx: FileContext, call: BackwardCall, inner: BackwardCall, later: BackwardCall) -> Diagnostic:
+        name, helper = ctx.text(call.target), ctx.text(call.node.func)
+        return self.diagnostic(
+            ctx,
+            call.node,
+            f"`{helper}` backpropagates `{name}` (line {inner.node.lineno}) and `{name}` is backpropagated again on "
+            f"line {later.node.lineno}, after that call freed its graph: it raises 'backward through the graph a "
+            f"second time'. The gradients are added twice; usually one backward is a mistake. If both are "
+            f"intended, pass retain_graph=True inside `{helper}`",
+            [keyword_edit(ctx, inner.node, "retain_graph")],
+            Applicability.UNSAFE,
+            title=f"Pass retain_graph=True in `{helper}`",
+        )
+
     def _delete(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
         name = ctx.text(call.target)
         stmt = ctx.statement_of(later.node)
@@ -128,6 +150,32 @@ class RepeatedBackward(Rule):
             Applicability.UNSAFE,
             title=f"Delete the extra `{name}` backward",
         )
+
+
+def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, BackwardCall]:
+    """Calls of a function of this file that always backpropagates one of its parameters
+    (``grad_norm(model, loss)`` doing ``loss.backward()``), as a backward of the argument,
+    mapped to the backward call inside the helper."""
+    found: dict[BackwardCall, BackwardCall] = {}
+    for node in scope_nodes(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        helper = called_function(ctx, scope, node.func, imported=False)
+        if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
+            continue
+        params = [a.arg for a in helper.node.args.posonlyargs + helper.node.args.args]
+        if helper.class_node is not None and params:
+            params = params[1:]  # self
+        for inner in backward_calls(ctx, helper):
+            target = dotted(inner.target)
+            if inner.kind != "method" or retains_graph(inner) or target not in params:
+                continue
+            if not always_runs(ctx, ctx.statement_of(inner.node), helper.node):
+                continue
+            index = params.index(target)
+            if index < len(node.args) and isinstance(node.args[index], ast.Name):
+                found[BackwardCall(node, node.args[index], "helper")] = inner
+    return found
 
 
 def _saves(ctx: FileContext, scope, call: BackwardCall) -> bool:
