@@ -44,3 +44,11 @@ def test_every_fixture_folder_has_a_rule():
     modules = {r.__module__.split(".")[-1] for r in RULES}
     folders = {p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     assert folders - modules == set()
+
+
+def test_rules_page_is_up_to_date():
+    """docs/rules.md is generated from the docstrings: `graphfix rules --output-format markdown > docs/rules.md`."""
+    from fixer.cli import rules_page
+
+    page = (FIXTURES.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert page == rules_page(), "docs/rules.md is stale: regenerate it"
