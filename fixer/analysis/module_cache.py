@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import lru_cache
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from functools import lru_cache
+from typing import Iterator
 
-from fixer.analysis.carried_flow import Feeding, contains, dominates, names_in, position, surely_defines
+from fixer.analysis.carried_flow import (
+    Feeding,
+    contains,
+    dominates,
+    names_in,
+    position,
+    surely_defines,
+)
 from fixer.analysis.graph import Kind, facts, module_classes
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, scope_nodes, scopes

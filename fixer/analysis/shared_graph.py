@@ -314,8 +314,8 @@ def runs_after_in_same_pass(ctx: FileContext, scope: Scope, first: ast.stmt, sec
 
 
 def _same_field(parent: ast.AST, a: ast.AST, b: ast.AST) -> bool:
-    for field in ("body", "orelse", "finalbody", "handlers"):
-        items = getattr(parent, field, None) or []
+    for name in ("body", "orelse", "finalbody", "handlers"):
+        items = getattr(parent, name, None) or []
         ids = {id(x) for x in items}
         if id(a) in ids or id(b) in ids:
             return id(a) in ids and id(b) in ids
