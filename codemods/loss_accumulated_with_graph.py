@@ -104,7 +104,10 @@ class LossAccumulatedWithGraph(Rule):
 def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[tuple[ast.stmt, str, ast.expr]]:
     """(statement, accumulator name, added value) for ``acc += v``, ``acc = acc + v``, ``acc.append(v)``."""
     if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
-        name = dotted(node.target)
+        target = node.target
+        if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+            target = target.value  # metrics["loss"] += loss: the dict is the total's owner
+        name = dotted(target)
         return (node, name, node.value) if name else None
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
         name = dotted(node.targets[0])
@@ -202,10 +205,12 @@ def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumul
 
 
 def _scalar_loss(ctx: FileContext, scope: Scope, part: ast.expr) -> bool:
-    """The value is a name backpropagated with a bare ``.backward()``: it is a one-element tensor."""
+    """The value is a name backpropagated with a bare ``.backward()`` (or ``scaler.scale(x).backward()``,
+    ``accelerator.backward(x)``): it is a one-element tensor."""
     name = dotted(part)
     return bool(name) and any(
-        call.kind == "method" and call.target_name == name and not call.node.args for call in backward_calls(ctx, scope)
+        call.target_name == name and (call.kind in ("scaler", "owner") or call.kind == "method" and not call.node.args)
+        for call in backward_calls(ctx, scope)
     )
 
 
