@@ -56,8 +56,10 @@ def read_bytes(path: str) -> bytes:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename it over ``path``."""
-    folder = os.path.dirname(os.path.abspath(path))
+    """Write via a temporary file in the same folder and rename it over ``path`` (over the file a
+    symlink points to, so the link stays a link)."""
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
     mode = os.stat(path).st_mode & 0o7777
     fd, temp = tempfile.mkstemp(dir=folder, prefix=".graphfix-", suffix=".tmp")
     try:

@@ -187,3 +187,11 @@ def test_statistics_and_exit_non_zero_on_fix(project):
     assert out.stdout.decode().split() == ["2", "GF301", "loss-accumulated-with-graph"]
     assert graphfix("--fix", "--exit-non-zero-on-fix", ".", cwd=project).returncode == 1
     assert graphfix("--fix", "--exit-non-zero-on-fix", ".", cwd=project).returncode == 0
+
+
+def test_fix_through_a_symlink_keeps_the_link(tmp_path):
+    (tmp_path / "real.py").write_text(BUGGY)
+    (tmp_path / "link.py").symlink_to(tmp_path / "real.py")
+    assert graphfix("--fix", "link.py", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "link.py").is_symlink()
+    assert (tmp_path / "real.py").read_text() == FIXED
