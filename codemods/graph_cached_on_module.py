@@ -29,7 +29,10 @@ The rule always detaches the stored value (rather than wrapping the update in
 `torch.no_grad()`): one spelling for caches and statistics, and the value stays a tensor of the
 same shape and dtype. When the call itself uses the attribute again after storing it
 (`self.state = 0.8 * self.state + f(x); return self.state`), the previous call's value is detached
-where it is read instead (`0.8 * self.state.detach()`), so this call keeps its own gradient.
+where it is read instead (`0.8 * self.state.detach()`), so this call keeps its own gradient. A state unpacked from a call
+(`out, self.hidden = self.lstm(x, self.hidden)`) is detached by a new statement after it
+(`self.hidden = tuple(h.detach() for h in self.hidden)` for an LSTM's `(h, c)`), only when it is
+known to be a tensor or a tuple of tensors.
 
 ## Fix safety
 Safe for a running statistic that only feeds its own update and that no other method reads: no
@@ -46,6 +49,7 @@ import ast
 import re
 from typing import Iterator
 
+from fixer.analysis.carried_shape import class_init_values, shape_of
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module
 from fixer.context import FileContext
@@ -87,6 +91,9 @@ class GraphCachedOnModule(Rule):
 def _detach_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
     graph = facts(ctx, state.method)
     value = state.store.value
+    target = state.store.targets[0]
+    if isinstance(target, (ast.Tuple, ast.List)) and not isinstance(value, (ast.Tuple, ast.List)):
+        return _detach_after_unpacking(ctx, state)
     parts = value.elts if isinstance(value, ast.Tuple) else [value]
     edits = []
     for part in parts:
@@ -101,8 +108,37 @@ def _detach_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
 def _read_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
     """The attribute is used again after the store in the same call, so the stored value must keep
     its graph for this call: detach the previous call's value where it is read instead."""
+    shape = _shape(ctx, state)
     edits = []
     for read in state.previous_reads:
         start, end = ctx.span(read)
-        edits.append(Edit(start, end, f"{ctx.text(read)}.detach()"))
+        edits.append(Edit(start, end, _detached(ctx.text(read), shape)))
     return edits
+
+
+def _detach_after_unpacking(ctx: FileContext, state: CachedState) -> list[Edit]:
+    """``out, self.hidden = self.lstm(x, self.hidden)``: the stored element is not a separate
+    expression, so the detached value is stored by a new statement right after this one (a tensor
+    or, for an LSTM's ``(h, c)``, a tuple of tensors; nothing when the shape is unknown)."""
+    shape = _shape(ctx, state)
+    stmt = state.store
+    if shape == "unknown" or not ctx.is_own_line(stmt):
+        return []
+    name = f"{state.method.self_name}.{state.attr}"
+    at = ctx.line_end(stmt.end_lineno)
+    before = ctx.newline if not ctx.source[:at].endswith(("\n", "\r")) else ""
+    return [Edit(at, at, f"{before}{ctx.indent_of(stmt.lineno)}{name} = {_detached(name, shape)}{ctx.newline}")]
+
+
+def _shape(ctx: FileContext, state: CachedState) -> str:
+    graph = facts(ctx, state.method)
+    name = f"{state.method.self_name}.{state.attr}"
+    values = [v for s, v in graph.assignments.get(name, []) if v is not None and s is state.store]
+    return shape_of(ctx, graph, values, class_init_values(ctx, state.method, "__init__").get(name))
+
+
+def _detached(text: str, shape: str) -> str:
+    if shape == "tuple":
+        item = "t" if text == "h" else "h"
+        return f"tuple({item}.detach() for {item} in {text})"
+    return f"{text}.detach()"

@@ -31,7 +31,11 @@ for x, y in batches:
     hidden = hidden.detach()  # for an LSTM: hidden = tuple(h.detach() for h in hidden)
     out, hidden = rnn(x, hidden)
 ```
-For a cache, store the detached value: `cache.append(h.detach())`.
+For a cache, store the detached value: `cache.append(h.detach())`. For per-episode buffers whose
+entries reach the loss only through the list (REINFORCE's `saved_log_probs`), empty them at the
+start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it). A total
+that starts as a number (`total_loss = 0`) is cut once it is a tensor
+(`if torch.is_tensor(total_loss): total_loss = total_loss.detach()`).
 
 ## Fix safety
 Safe when the loop's backward has no `retain_graph`: gradient then stops at the iteration
@@ -41,7 +45,8 @@ second backward; the exception is a history built only from operations that save
 as additions, where the original summed gradients over all past iterations). Unsafe when
 `retain_graph=True` is also removed from the backward: that band-aid backpropagated into every
 stale graph, so parameter gradients lose those contributions. Unsafe for a cache read in the same
-iteration after the store: the current iteration's entry loses its gradient too. No fix when it
+iteration after the store: the current iteration's entry loses its gradient too. Unsafe when
+buffers are emptied: the loss no longer includes earlier iterations' entries. No fix when it
 cannot tell whether the value is a tensor or a tuple, or whether it exists before the loop.
 """
 
@@ -51,11 +56,12 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, carried_values
-from fixer.analysis.carried_flow import inside
+from fixer.analysis.carried import CarriedValue, carried_values, is_container
+from fixer.analysis.carried_flow import Feeding, contains, inside
+from fixer.analysis.carried_shape import initial_value
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import scopes
+from fixer.analysis.scopes import scopes, statement_index
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -74,7 +80,13 @@ class GraphCarriedAcrossIterations(Rule):
                 yield self._report(ctx, scope, value)
 
     def _report(self, ctx: FileContext, scope, value: CarriedValue) -> Diagnostic:
-        if value.container:
+        if value.container and value.read_after_store and _only_through_container(ctx, value):
+            node = value.stores[0][0]
+            buffers = _episode_buffers(ctx, scope, value)
+            edits = _clear_edits(ctx, value, buffers)
+            fix = f"empty {', '.join(f'`{b}`' for b in buffers)} at the start of each iteration"
+            unsafe = True
+        elif value.container:
             node = value.stores[0][0]
             edits = _store_edits(ctx, scope, value)
             fix = f"`{value.name}` stores detached values"
@@ -96,9 +108,70 @@ class GraphCarriedAcrossIterations(Rule):
         return self.diagnostic(ctx, node, message, edits, applicability, title=f"Detach `{value.name}` at the iteration boundary")
 
 
+def _is_number(value: Optional[ast.expr]) -> bool:
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
+
+
+def _torch_alias(ctx: FileContext) -> Optional[str]:
+    """The name ``import torch`` (or ``import torch as th``) binds, if any."""
+    for node in statement_index(ctx).imports:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return alias.asname or "torch"
+    return None
+
+
+def _only_through_container(ctx: FileContext, value: CarriedValue) -> bool:
+    """Every stored value reaches the loss only through the container: an expression, or a name
+    read nowhere else in the iteration (``log_probs.append(dist.log_prob(a))`` ... ``stack(log_probs)``).
+    Storing detached values would then leave this iteration's loss without its own gradient."""
+    store_stmts = [s for s, _ in value.stores]
+    for _, stored in value.stores:
+        if isinstance(stored, ast.Name):
+            for node in ast.walk(value.iteration.node):
+                if isinstance(node, ast.Name) and node.id == stored.id and isinstance(node.ctx, ast.Load):
+                    if not any(contains(s, node) for s in store_stmts):
+                        return False
+        elif not isinstance(stored, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute)):
+            return False
+    return True
+
+
+def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
+    """The container and the other lists filled alongside it in the same pass whose contents reach
+    the same backward (``rewards`` next to ``saved_log_probs``): emptying one but not the others
+    would pair this pass's entries with earlier passes'."""
+    it = value.iteration
+    graph = facts(ctx, scope)
+    feeding = Feeding(ctx, it.node.body, it.backward.target, ctx.statement_of(it.backward.node))
+    buffers = [value.name]
+    for node in ast.walk(it.node):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")):
+            continue
+        name = dotted(node.func.value)
+        if not name or name in buffers or name not in feeding.live:
+            continue
+        initial, defined = initial_value(ctx, scope, graph, it, name)
+        rebuilt = any(inside(ctx, s, it.node) for s, _ in graph.assignments.get(name, []))
+        if defined and is_container(ctx, initial) and not rebuilt:
+            buffers.append(name)
+    return buffers
+
+
+def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
+    body = value.iteration.node.body
+    first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+    if not ctx.is_own_line(first):
+        return []
+    indent, nl = ctx.indent_of(first.lineno), ctx.newline
+    start = ctx.line_start(first.lineno)
+    return [Edit(start, start, "".join(f"{indent}{b}.clear(){nl}" for b in buffers))]
+
+
 def _cut_line(value: CarriedValue) -> Optional[str]:
     name = value.name
-    if value.shape == "tensor":
+    if value.shape == "tensor" or _is_number(value.initial):
         return f"{name} = {name}.detach()"
     if value.shape == "tuple":
         item = "t" if name == "h" else "h"
@@ -114,8 +187,17 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
     stmt = _body_statement(ctx, value.iteration.node, value.read)
     if stmt is None or not ctx.is_own_line(stmt):
         return []
+    if _is_number(value.initial):
+        torch = _torch_alias(ctx)
+        if torch is None or not ctx.is_own_line(stmt):
+            return []
+        # starts as a number (`total = 0`): a tensor only from the second pass on
+        indent, nl, name = ctx.indent_of(stmt.lineno), ctx.newline, value.name
+        text = f"{indent}if {torch}.is_tensor({name}):{nl}{indent}    {name} = {name}.detach(){nl}"
+        start = ctx.line_start(stmt.lineno)
+        return [Edit(start, start, text)]
     if isinstance(value.initial, ast.Constant) and value.initial.value is not None:
-        return []  # starts as a number: not a tensor on the first pass
+        return []
     guard = value.initial is None or isinstance(value.initial, ast.Constant)
     if guard and _is_not_none_test(stmt, value.name) and ctx.is_own_line(stmt.body[0]):
         stmt, guard = stmt.body[0], False  # `if hidden is not None:` already guards: cut first thing inside

@@ -244,7 +244,7 @@ def _container_stores(ctx: FileContext, graph: GraphFacts, body_nodes: list[ast.
 
 def _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores) -> Optional[CarriedValue]:
     initial, defined = initial_value(ctx, scope, graph, it, name)
-    if not defined or not _is_container(ctx, initial):
+    if not defined or not is_container(ctx, initial):
         return None
     if name in graph.assignments and any(inside(ctx, s, it.node) for s, _ in graph.assignments[name]):
         return None  # rebuilt within the pass
@@ -266,7 +266,7 @@ def _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
     return None
 
 
-def _is_container(ctx: FileContext, value: Optional[ast.expr]) -> bool:
+def is_container(ctx: FileContext, value: Optional[ast.expr]) -> bool:
     if isinstance(value, (ast.List, ast.Dict)):
         return True
     if isinstance(value, ast.Call):

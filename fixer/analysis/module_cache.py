@@ -26,9 +26,9 @@ from fixer.analysis.carried_flow import (
     position,
     surely_defines,
 )
-from fixer.analysis.graph import Kind, facts, module_classes
+from fixer.analysis.graph import Kind, facts, module_classes, scope_of
 from fixer.analysis.names import dotted, last_name
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 CUTS = ("detach", "repackage", "reset", "clear")
@@ -50,7 +50,10 @@ class CachedState:
 FORWARD_DEF = re.compile(rb"^([ \t]*)def forward\b", re.M)
 ANY_DEF = re.compile(rb"^([ \t]*)def (\w+)\b", re.M)
 SELF_CALL = re.compile(rb"\bself\.(\w+)\(")
-SELF_STORE = re.compile(rb"^[ \t]+(?:self\.\w+\s*,\s*)*self\.\w+(?:\[[^\]\n]*\])?\s*[-+*/@]?=(?!=)", re.M)
+_ITEM = rb"\(?\*?[\w.]+(?:\[[^\]\n]*\])?\)?"  # one assignment target: name, attribute, subscript
+SELF_STORE = re.compile(
+    rb"^[ \t]+(?:%s\s*,\s*)*\(?self\.\w+(?:\[[^\]\n]*\])?\)?(?:\s*,\s*%s)*\s*[-+*/@]?=(?!=)" % (_ITEM, _ITEM), re.M
+)
 
 
 def may_cache_on_module(data: bytes) -> bool:
@@ -163,7 +166,17 @@ def _returns(method: Scope) -> list[ast.Return]:
 
 
 def _managed(ctx: FileContext, methods: list[Scope], path: list[Scope], attr: str) -> bool:
-    """Another method (not construction) assigns the attribute, or any method detaches/resets it."""
+    """Another method (not construction) assigns the attribute, any method detaches/resets it, or
+    code outside the class assigns it on an instance (``model.hidden = model.init_hidden()`` in the
+    training loop)."""
+    own = {id(m.node) for m in methods}
+    for stmt in statement_index(ctx).assigns:
+        for target in stmt.targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store):
+                    scope = scope_of(ctx, stmt)
+                    if id(scope.node) not in own and dotted(node.value) != scope.self_name:
+                        return True  # another object's attribute of that name: an instance of this class
     for method in methods:
         name = f"{method.self_name}.{attr}"
         if method not in path and method.node.name not in SETUP and name in facts(ctx, method).assignments:
