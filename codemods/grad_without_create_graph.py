@@ -2,7 +2,8 @@
 Finds `torch.autograd.grad(...)` called without `create_graph=True` whose result then flows into
 a loss that is backpropagated, or into another `torch.autograd.grad`: a gradient penalty
 (WGAN-GP, R1, input-gradient regularisation), the inner step of second-order MAML, a
-Hessian-vector product.
+Hessian-vector product. The gradients are followed through assignments, loops over them,
+lists they are appended to, and helper functions that return them.
 
 ## Why is this bad?
 Without `create_graph=True` the returned gradients are plain constants: no graph records how they
@@ -51,6 +52,7 @@ from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 MAX_DEPTH = 2
+COLLECTING_METHODS = ("append", "extend", "insert")
 FIRST_ORDER = re.compile(r"first[_ -]?order|fomaml|reptile", re.IGNORECASE)
 
 
@@ -105,7 +107,7 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
     for later in calls:
         if later.node is not source and not _before(later.node, source) and any(node is source for node in flowing_nodes(ctx, later.target)):
             return later  # (... autograd.grad(...) ...).backward()
-    derived: set[str] = set() if isinstance(stmt, ast.Expr) else _targets(stmt)
+    derived: set[str] = _collected_into(stmt) if isinstance(stmt, ast.Expr) else _targets(stmt)
     consumers = {id(c.node): c for c in calls if c.node is not source and _before(source, c.node)}
     for node in (n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and _before(stmt, n)):
         for backward in _backward_calls_in(node, consumers):
@@ -143,6 +145,15 @@ def _backward_calls_in(stmt: ast.stmt, consumers: dict[int, BackwardCall]) -> li
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
         return []  # compound statements: their inner statements are visited on their own
     return [consumers[id(n)] for n in ast.walk(stmt) if id(n) in consumers]
+
+
+def _collected_into(stmt: ast.Expr) -> set[str]:
+    """``grads.append(autograd.grad(...))``: the list that now holds the gradients."""
+    call = stmt.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in COLLECTING_METHODS:
+        name = dotted(call.func.value)
+        return {name} if name else set()
+    return set()
 
 
 def _assigned_value(stmt: ast.stmt) -> Optional[ast.expr]:

@@ -1,12 +1,15 @@
 """## What it does
 Finds a training loop that calls `loss.backward()` and then `optimizer.step()` on every
 iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
-`model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls.
+`model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls. Also an
+`optimizer.step(closure)` whose closure calls backward() but clears no gradients.
 
 ## Why is this bad?
 `backward()` adds to `.grad`; it does not overwrite it. Without zeroing, the gradient applied at
 iteration *n* is the sum of the gradients of iterations 1..*n*: the updates grow with every
-step, old batches keep pushing the parameters, and training diverges or stalls.
+step, old batches keep pushing the parameters, and training diverges or stalls. LBFGS evaluates
+its closure several times per step: without a zero_grad in it, each evaluation's gradient is
+added to the previous ones and the line search follows a wrong direction.
 
 ## Example
 ```python
@@ -24,7 +27,8 @@ for inputs, targets in loader:
     loss.backward()
     optimizer.step()
 ```
-The fix inserts `optimizer.zero_grad()` at the top of the loop body, before the forward pass.
+The fix inserts `optimizer.zero_grad()` at the top of the loop body, before the forward pass
+(for a closure: at the top of the closure).
 Left alone: gradient accumulation (the step or the backward under a condition, or the step
 after the loop), `optimizer.step(closure)`, loops that zero gradients in any spelling or pass the
 optimizer or model to a helper that might, and backward calls through wrappers that manage
@@ -41,20 +45,23 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
+from fixer.analysis.calls import backward_calls, optimizer_calls
 from fixer.analysis.protocol import (
     Event,
     attached_start,
     block_events,
+    is_docstring,
     is_plain_step,
     optimizer_params,
     optimizer_scopes,
+    scope_for,
     zeroes_for,
 )
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -75,6 +82,39 @@ class MissingZeroGrad(Rule):
             for loop in scope_nodes(scope):
                 if isinstance(loop, LOOPS):
                     yield from self._check_loop(ctx, scope, loop)
+            yield from self._check_closures(ctx, scope)
+
+    def _check_closures(self, ctx: FileContext, scope: Scope) -> Iterator[Diagnostic]:
+        """``optimizer.step(closure)`` whose closure backpropagates but never clears the gradients:
+        LBFGS evaluates the closure several times per step, each backward adds to the last."""
+        for call in optimizer_calls(ctx, scope):
+            if call.kind != "step" or call.via_scaler:
+                continue
+            closure = _closure_of(ctx, scope, call.node)
+            if closure is None or not _backpropagates_plainly(ctx, closure):
+                continue
+            loop = next((a for a in ctx.ancestors(call.node) if isinstance(a, LOOPS) or a is scope.node), scope.node)
+            region = loop if loop is not scope.node else closure.node
+            if _zeroed_in_loop(ctx, closure, closure.node, call.owner) or _zeroed_in_loop(ctx, scope, region, call.owner):
+                continue
+            if loop is scope.node and _resets_in_scope(ctx, scope, call.owner):
+                continue
+            yield self._report_closure(ctx, closure, call)
+
+    def _report_closure(self, ctx: FileContext, closure: Scope, call) -> Diagnostic:
+        zero = f"{call.owner}.zero_grad()"
+        message = (
+            f"`{ctx.text(call.node)}` evaluates `{closure.node.name}`, which calls backward() but never clears "
+            f"`{call.owner}`'s gradients: each evaluation adds to the gradients of the previous ones (LBFGS "
+            f"re-evaluates it several times per step); call `{zero}` at the top of the closure"
+        )
+        body = closure.node.body
+        first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
+        edits: list[Edit] = []
+        if first.lineno > closure.node.lineno:
+            at = attached_start(ctx, first)
+            edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{zero}{ctx.newline}")]
+        return self.diagnostic(ctx, call.node, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of the closure")
 
     def _check_loop(self, ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[Diagnostic]:
         events = block_events(ctx, scope, loop.body)
@@ -106,6 +146,35 @@ class MissingZeroGrad(Rule):
             edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{call}{ctx.newline}")]
         return self.diagnostic(ctx, step.call, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of the loop")
 
+
+
+def _closure_of(ctx: FileContext, scope: Scope, step: ast.Call) -> Optional[Scope]:
+    """The local function passed to ``step`` (``step(closure)`` / ``step(closure=closure)``)."""
+    argument = step.args[0] if len(step.args) == 1 and not step.keywords else None
+    if argument is None and len(step.keywords) == 1 and step.keywords[0].arg == "closure" and not step.args:
+        argument = step.keywords[0].value
+    if not isinstance(argument, ast.Name):
+        return None
+    found = [
+        s for s in scopes(ctx)
+        if isinstance(s.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.node.name == argument.id and scope_for(ctx, s.node) is scope
+    ]
+    return found[0] if len(found) == 1 and not found[0].node.args.args else None
+
+
+def _resets_in_scope(ctx: FileContext, scope: Scope, optimizer: str) -> bool:
+    """Outside any loop: a zero_grad of a related object, or any other gradient reset, in the scope."""
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad":
+            if zeroes_for(ctx, dotted(node.func.value) or "", optimizer) is not False:
+                return True
+    return not isinstance(scope.node, ast.Module) and _mentions_other_reset(ctx, scope.node)
+
+
+def _backpropagates_plainly(ctx: FileContext, closure: Scope) -> bool:
+    """The closure calls ``loss.backward()`` (not through a wrapper that manages gradients)."""
+    calls = backward_calls(ctx, closure)
+    return any(c.kind in ("method", "autograd.backward", "scaler") for c in calls) and not any(c.kind == "owner" for c in calls)
 
 
 def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: str) -> bool:

@@ -1,12 +1,15 @@
 """## What it does
 Finds `optimizer.zero_grad()` (or `model.zero_grad()` on a model whose parameters the optimizer
 updates) that runs after `loss.backward()` and before that optimizer's `step()`, in the same
-straight-line block.
+straight-line block; and gradient accumulation whose `zero_grad()` runs every batch while the
+`step()` runs only under `if (i + 1) % k == 0:`, so each batch's zero_grad lands between the
+previous backward and the step.
 
 ## Why is this bad?
 `backward()` fills `.grad`, `zero_grad()` clears it again, and `step()` then sees no gradients:
 with the default `set_to_none=True` the parameters are skipped entirely, with zeros only weight
-decay and momentum move them. The model does not learn, and nothing raises.
+decay and momentum move them. The model does not learn, and nothing raises. In the accumulation
+form every step applies only the last batch's gradient: the other backward passes are wasted.
 
 ## Example
 ```python
@@ -28,13 +31,17 @@ for inputs, targets in loader:
 The fix moves the `zero_grad()` line (with its comments) to the start of the iteration's
 forward pass: the top of the block, or just after the previous optimizer step or zero_grad in it
 (so a GAN's discriminator update keeps its own order), and before every backward whose gradients
-the step should use.
+the step should use. In the accumulation form it moves the `zero_grad()` to just after the
+guarded `step()`. Left alone: a step guarded by any other condition (`if torch.isfinite(loss):`),
+and `accelerator.backward` (its wrapped optimizer skips zero_grad while accumulating).
 
 ## Fix safety
 Unsafe. The fix changes training on purpose: every `step()` now applies the gradients of the
 iteration's backward instead of none, so all parameters the optimizer owns change differently,
 and after the loop `.grad` holds the last iteration's gradients instead of None (or zeros). The
-moved call crosses the forward pass, whose module code the analysis does not see.
+moved call crosses the forward pass, whose module code the analysis does not see. In the
+accumulation form each step now applies the sum of the k batches' gradients, and after the loop
+`.grad` holds the gradients accumulated since the last step.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from fixer.analysis.protocol import (
     block_events,
     blocks,
     is_docstring,
+    is_plain_step,
     movable,
     optimizer_params,
     optimizer_scopes,
@@ -73,6 +81,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
     def _check_block(self, ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterator[Diagnostic]:
         events = block_events(ctx, scope, block)
+        yield from self._check_accumulation(ctx, block, events)
         for zero in events:
             if zero.kind != "zero_grad" or not zero.direct or zero.call.args or _keyword_other_than_set_to_none(zero.call):
                 continue
@@ -85,6 +94,51 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             if any(touches_grads(ctx, stmt, objects) for stmt in between if stmt is not block[zero.index]):
                 continue  # gradients saved or rewritten around the zero_grad: maybe on purpose
             yield self._report(ctx, block, events, zero, step, backward, objects)
+
+    def _check_accumulation(self, ctx: FileContext, block: list[ast.stmt], events: list[Event]) -> Iterator[Diagnostic]:
+        """``zero_grad(); loss.backward(); if (i + 1) % k == 0: step()`` run once per batch: the
+        zero_grad of the next batch lands between this backward and the step that accumulates."""
+        for zero in events:
+            if zero.kind != "zero_grad" or not zero.direct or zero.conditional or zero.call.args or _keyword_other_than_set_to_none(zero.call):
+                continue
+            later = [e for e in events if e.index > zero.index]
+            if not any(e.kind == "backward" and not e.conditional and _fills_grads_now(e) for e in later):
+                continue
+            if any(e.kind == "backward" and any(k.arg == "retain_graph" for k in e.call.keywords) for e in later):
+                continue  # truncated backpropagation through time: each backward spans the window on purpose
+            steps = [e for e in events if e.kind == "step" and zeroes_for(ctx, zero.owner, e.owner) is not False]
+            zeros = [e for e in events if e.kind == "zero_grad" and e is not zero and zeroes_for(ctx, e.owner, zero.owner) is not False]
+            if len(steps) != 1 or zeros or steps[0].index <= zero.index or zeroes_for(ctx, zero.owner, steps[0].owner) is not True:
+                continue
+            step = steps[0]
+            guard = block[step.index]
+            if not _accumulation_guard(guard, step.call) or not is_plain_step(step):
+                continue
+            first = min(e.index for e in later if e.kind == "backward")
+            objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
+            if any(touches_grads(ctx, stmt, objects) for stmt in block[first + 1 : step.index]):
+                continue
+            yield self._report_accumulation(ctx, block, zero, step, guard)
+
+    def _report_accumulation(self, ctx: FileContext, block: list[ast.stmt], zero: Event, step: Event, guard: ast.If) -> Diagnostic:
+        zero_text, step_text = ctx.text(zero.call), ctx.text(step.call)
+        message = (
+            f"`{zero_text}` runs for every batch but `{step_text}` only when `{ctx.text(guard.test)}`: it wipes the "
+            f"accumulated gradients, so each step applies the last batch's gradient only; zero the gradients "
+            f"right after the step"
+        )
+        statement = block[zero.index]
+        holder = next(s for s in guard.body if isinstance(s, ast.Expr) and s.value is step.call)
+        edits: list[Edit] = []
+        if movable(ctx, statement, ctx.parent(statement)) and movable(ctx, holder, guard):
+            start, end = statement_lines(ctx, statement, statement)
+            at = ctx.line_end(holder.end_lineno)
+            prefix = "" if ctx.source[:at].endswith(("\n", "\r")) else ctx.newline
+            text = ctx.indent_of(holder.lineno) + ctx.source[start:end].lstrip(" \t")
+            edits = [Edit(start, end, ""), Edit(at, at, prefix + text)]
+        return self.diagnostic(
+            ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` after `{step_text}`"
+        )
 
     def _report(self, ctx, block, events, zero: Event, step: Event, backward: Event, objects: set) -> Diagnostic:
         statement = block[zero.index]
@@ -103,6 +157,32 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         return self.diagnostic(
             ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` before the forward pass"
         )
+
+
+def _fills_grads_now(backward: Event) -> bool:
+    """A backward whose gradients land in ``.grad`` at once: not ``accelerator.backward`` (whose
+    wrapped optimizer skips zero_grad while accumulating), but Lightning's ``manual_backward``."""
+    func = backward.call.func
+    return backward.spelling != "owner" or isinstance(func, ast.Attribute) and func.attr == "manual_backward"
+
+
+def _accumulation_guard(guard: ast.stmt, step: ast.Call) -> bool:
+    """``if (i + 1) % k == 0: ... step()``: the step is in the body (no else) of an ``if`` whose test
+    is a modulo compared with zero, directly as one of the body's statements."""
+    if not isinstance(guard, ast.If) or guard.orelse:
+        return False
+    if not any(isinstance(s, ast.Expr) and s.value is step for s in guard.body):
+        return False
+    test = guard.test
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.left, ast.BinOp)
+        and isinstance(test.left.op, ast.Mod)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 0
+    )
 
 
 def _keyword_other_than_set_to_none(call: ast.Call) -> bool:
