@@ -33,7 +33,9 @@ for x, y in batches:
 ```
 For a cache, store the detached value: `cache.append(h.detach())`. For per-episode buffers whose
 entries reach the loss only through the list (REINFORCE's `saved_log_probs`), empty them at the
-start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it). A total
+start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it); when an
+agent's `act` method fills `self.log_probs` for its `learn` method, they are emptied right after
+`learn`'s backward (if nothing reads them later in that call). A total
 that starts as a number (`total_loss = 0`) is cut once it is a tensor
 (`if torch.is_tensor(total_loss): total_loss = total_loss.detach()`).
 
@@ -56,10 +58,10 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, carried_values, is_container
-from fixer.analysis.carried_flow import Feeding, contains, inside
+from fixer.analysis.carried import CarriedValue, carried_values, is_container, managed_elsewhere
+from fixer.analysis.carried_flow import Feeding, contains, inside, position
 from fixer.analysis.carried_shape import initial_value
-from fixer.analysis.graph import Kind, facts
+from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import scopes, statement_index
 from fixer.context import FileContext
@@ -127,9 +129,9 @@ def _only_through_container(ctx: FileContext, value: CarriedValue) -> bool:
     read nowhere else in the iteration (``log_probs.append(dist.log_prob(a))`` ... ``stack(log_probs)``).
     Storing detached values would then leave this iteration's loss without its own gradient."""
     store_stmts = [s for s, _ in value.stores]
-    for _, stored in value.stores:
+    for stmt, stored in value.stores:
         if isinstance(stored, ast.Name):
-            for node in ast.walk(value.iteration.node):
+            for node in ast.walk(scope_of(ctx, stmt).node if value.stored_elsewhere else value.iteration.node):
                 if isinstance(node, ast.Name) and node.id == stored.id and isinstance(node.ctx, ast.Load):
                     if not any(contains(s, node) for s in store_stmts):
                         return False
@@ -146,6 +148,19 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
     graph = facts(ctx, scope)
     feeding = Feeding(ctx, it.node.body, it.backward.target, ctx.statement_of(it.backward.node))
     buffers = [value.name]
+    if value.stored_elsewhere:
+        # filled anywhere (``agent.rewards.append(r)`` in the training loop): every empty
+        # ``self`` list this call reads into its loss that something appends to
+        filled = {node.func.value.attr for node in ast.walk(ctx.tree) if _appends_to_attribute(node)}
+        prefix = f"{scope.self_name}."
+        for name in sorted(feeding.live):
+            if name in buffers or not name.startswith(prefix) or name.count(".") != 1 or name[len(prefix) :] not in filled:
+                continue
+            initial, defined = initial_value(ctx, scope, graph, it, name)
+            rebuilt = any(inside(ctx, s, it.node) for s, _ in graph.assignments.get(name, []))
+            if defined and _is_empty_container(initial) and not rebuilt and not managed_elsewhere(ctx, scope, name):
+                buffers.append(name)
+        return buffers
     for node in ast.walk(it.node):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")):
             continue
@@ -159,14 +174,46 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
     return buffers
 
 
+def _appends_to_attribute(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("append", "extend", "insert", "appendleft")
+        and isinstance(node.func.value, ast.Attribute)
+    )
+
+
+def _is_empty_container(value: Optional[ast.expr]) -> bool:
+    if isinstance(value, (ast.List, ast.Dict)):
+        return not (value.elts if isinstance(value, ast.List) else value.keys)
+    return isinstance(value, ast.Call) and not value.args and (dotted(value.func) or "").split(".")[-1] in ("list", "dict", "deque")
+
+
 def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
     body = value.iteration.node.body
+    if value.stored_elsewhere:
+        return _clear_after_backward(ctx, value, buffers)
     first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
     if not ctx.is_own_line(first):
         return []
     indent, nl = ctx.indent_of(first.lineno), ctx.newline
     start = ctx.line_start(first.lineno)
     return [Edit(start, start, "".join(f"{indent}{b}.clear(){nl}" for b in buffers))]
+
+
+def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
+    """Buffers filled by other methods are emptied once this call's backward has used them, if
+    nothing reads them after it."""
+    stmt = _body_statement(ctx, value.iteration.node, value.iteration.backward.node)
+    if stmt is None or not ctx.is_own_line(stmt):
+        return []
+    for node in ast.walk(value.iteration.node):
+        if isinstance(node, ast.Attribute) and dotted(node) in buffers and position(node) > (stmt.end_lineno, 0):
+            return []
+    at = ctx.line_end(stmt.end_lineno)
+    before = ctx.newline if not ctx.source[:at].endswith(("\n", "\r")) else ""
+    indent, nl = ctx.indent_of(stmt.lineno), ctx.newline
+    return [Edit(at, at, before + "".join(f"{indent}{b}.clear(){nl}" for b in buffers))]
 
 
 def _cut_line(value: CarriedValue) -> Optional[str]:

@@ -17,6 +17,7 @@ analysis with no report."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -52,6 +53,7 @@ class CarriedValue:
     defined_before: bool  # the name surely exists when the first pass starts
     shape: str  # "tensor", "tuple" or "unknown"
     read_after_store: bool  # a container read in the same pass after a store sees this pass's value too
+    stored_elsewhere: bool = False  # a ``self`` container filled by other methods of the class (``act``)
 
 
 def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
@@ -115,6 +117,46 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
             found = _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
             if found:
                 yield found
+        if it.per_call:
+            own = _container_stores(ctx, graph, body_nodes)
+            for name, stores in sorted(_method_stores(ctx, scope).items()):
+                if name in own or managed_elsewhere(ctx, scope, name):
+                    continue
+                found = _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
+                if found:
+                    yield dataclasses.replace(found, read_after_store=True, stored_elsewhere=True)
+
+
+def _method_stores(ctx: FileContext, scope: Scope) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
+    """``self.log_probs.append(dist.log_prob(a))`` in other methods of the class (an agent's
+    ``act``), keyed with ``scope``'s own name for ``self``."""
+    found: dict[str, list[tuple[ast.stmt, ast.expr]]] = {}
+    for other in scopes(ctx):
+        if other.class_node is None or other.class_node is not scope.class_node or other is scope or not other.self_name:
+            continue
+        prefix = f"{other.self_name}."
+        for name, stores in _container_stores(ctx, facts(ctx, other), scope_nodes(other)).items():
+            if name.startswith(prefix) and name.count(".") == 1:
+                found.setdefault(f"{scope.self_name}.{name[len(prefix):]}", []).extend(stores)
+    return found
+
+
+def managed_elsewhere(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """A method other than ``__init__`` (or code outside the class) empties or replaces the
+    container: the author manages its lifetime."""
+    attr = name.split(".", 1)[1]
+    for other in scopes(ctx):
+        if other is scope or other.class_node is scope.class_node and other.node.name == "__init__":
+            continue
+        for node in scope_nodes(other):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
+                return True
+            if isinstance(node, ast.Delete) and any(isinstance(b, ast.Attribute) and b.attr == attr for t in node.targets for b in ast.walk(t)):
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RESETS | {"pop", "popleft"}:
+                if isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr:
+                    return True
+    return False
 
 
 def _in_header(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
