@@ -3,7 +3,7 @@ Finds `torch.autograd.grad(...)` called without `create_graph=True` whose result
 a loss that is backpropagated, or into another `torch.autograd.grad`: a gradient penalty
 (WGAN-GP, R1, input-gradient regularisation), the inner step of second-order MAML, a
 Hessian-vector product. The gradients are followed through assignments, loops over them,
-lists they are appended to, and helper functions that return them.
+lists they are appended to, and helper functions or methods (`self.net_f(x)`) that return them.
 
 ## Why is this bad?
 Without `create_graph=True` the returned gradients are plain constants: no graph records how they
@@ -130,15 +130,24 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
 
 def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[BackwardCall]:
     """A helper returns the derived value: follow each call of it in the file (by its name)."""
-    if depth >= MAX_DEPTH or isinstance(helper.node, ast.Module) or helper.class_node is not None:
+    if depth >= MAX_DEPTH or isinstance(helper.node, ast.Module):
         return None
     for scope in scopes(ctx):
+        if helper.class_node is not None and (scope.class_node is not helper.class_node or not scope.self_name):
+            continue  # a method: followed through ``self.method(...)`` in its own class
         for node in scope_nodes(scope):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == helper.node.name:
+            if isinstance(node, ast.Call) and _calls(node.func, helper, scope):
                 found = _consumer(ctx, scope, node, depth + 1)
                 if found is not None:
                     return found
     return None
+
+
+def _calls(func: ast.expr, helper: Scope, caller: Scope) -> bool:
+    name = helper.node.name
+    if helper.class_node is None:
+        return isinstance(func, ast.Name) and func.id == name
+    return isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Name) and func.value.id == caller.self_name
 
 
 def _backward_calls_in(stmt: ast.stmt, consumers: dict[int, BackwardCall]) -> list[BackwardCall]:

@@ -2,7 +2,8 @@
 Finds a training loop that calls `loss.backward()` and then `optimizer.step()` on every
 iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
 `model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls. Also an
-`optimizer.step(closure)` whose closure calls backward() but clears no gradients.
+`optimizer.step(closure)` (or `step(self.loss_func)`) whose closure calls backward() but clears
+no gradients.
 
 ## Why is this bad?
 `backward()` adds to `.grad`; it does not overwrite it. Without zeroing, the gradient applied at
@@ -153,13 +154,19 @@ def _closure_of(ctx: FileContext, scope: Scope, step: ast.Call) -> Optional[Scop
     argument = step.args[0] if len(step.args) == 1 and not step.keywords else None
     if argument is None and len(step.keywords) == 1 and step.keywords[0].arg == "closure" and not step.args:
         argument = step.keywords[0].value
-    if not isinstance(argument, ast.Name):
-        return None
-    found = [
-        s for s in scopes(ctx)
-        if isinstance(s.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.node.name == argument.id and scope_for(ctx, s.node) is scope
-    ]
-    return found[0] if len(found) == 1 and not found[0].node.args.args else None
+    if isinstance(argument, ast.Name):
+        found = [
+            s for s in scopes(ctx)
+            if isinstance(s.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.node.name == argument.id and scope_for(ctx, s.node) is scope
+        ]
+        return found[0] if len(found) == 1 and not found[0].node.args.args else None
+    if isinstance(argument, ast.Attribute) and isinstance(argument.value, ast.Name) and argument.value.id == scope.self_name:
+        found = [  # ``self.optimizer.step(self.loss_func)``: a method of this class without other parameters
+            s for s in scopes(ctx)
+            if s.class_node is scope.class_node and s.node.name == argument.attr and len(s.node.args.args) == 1
+        ]
+        return found[0] if len(found) == 1 and not found[0].node.decorator_list else None
+    return None
 
 
 def _resets_in_scope(ctx: FileContext, scope: Scope, optimizer: str) -> bool:
