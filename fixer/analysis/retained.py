@@ -19,6 +19,7 @@ from typing import Optional
 
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts, module_names
 from fixer.analysis.names import dotted, import_aliases, qualified
+from fixer.analysis.retained_callers import callers_pass_data
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, statement_index, under_no_grad
 from fixer.context import FileContext
 
@@ -59,6 +60,7 @@ class Sources:
     graph_defs: dict[int, ast.AST] = field(default_factory=dict)  # ... of those, certainly a graph (not UNKNOWN)
     unknown: bool = False
     carried: bool = False
+    back_loops: set[int] = field(default_factory=set)  # ids of the loops whose back edges were taken
 
     def merge(self, other: "Sources") -> None:
         self.defs.update(other.defs)
@@ -66,6 +68,7 @@ class Sources:
         self.graph_defs.update(other.graph_defs)
         self.unknown |= other.unknown
         self.carried |= other.carried
+        self.back_loops |= other.back_loops
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class GraphSources:
     # -- entry point -----------------------------------------------------------------------
     def of(self, expr: ast.expr, at: ast.AST) -> Sources:
         out = Sources()
-        self._visit(expr, at, False, False, out, set(), frozenset())
+        self._visit(expr, at, False, frozenset(), out, set(), frozenset())
         return out
 
     def of_anywhere(self, name: str) -> Sources:
@@ -95,11 +98,11 @@ class GraphSources:
         out, seen = Sources(), set()
         definitions = [Def(s, v) for s, v in self.graph.assignments.get(name, [])]
         for definition in definitions + [Def(s, v, True) for s, v in self.mutations.get(name, [])]:
-            self._follow(name, definition, True, False, out, seen)
+            self._follow(name, definition, True, frozenset(), out, seen)
         return out
 
     # -- expressions -----------------------------------------------------------------------
-    def _visit(self, expr, at, through_call: bool, back: bool, out: Sources, seen: set, bound: frozenset) -> None:
+    def _visit(self, expr, at, through_call: bool, back: frozenset, out: Sources, seen: set, bound: frozenset) -> None:
         if expr is None or isinstance(expr, (ast.Constant, ast.JoinedStr, ast.Compare, ast.Lambda)):
             return
         if isinstance(expr, (ast.Name, ast.Attribute)):
@@ -169,13 +172,18 @@ class GraphSources:
         if name is None:
             self._visit(expr.value, at, through_call, back, out, seen, bound)
             return
-        if name in bound or name.split(".")[0] in self.aliases or self._is_module_path(name):
+        if name in bound or name.split(".")[0] in self.aliases:
+            return
+        if self._is_module_path(name):
+            prefix, _, attribute = name.rpartition(".")
+            if prefix and TENSOR_NAME.search(attribute) and self._is_module_path(prefix):
+                out.unknown = True  # model.reg_loss: a tensor kept on a module, built who knows when
             return
         defs = self._reaching(name, at)
         if not defs:
             self._unseen(name, expr, at, through_call, back, out, seen, bound)
         for definition, via_back_edge in defs:
-            self._follow(name, definition, through_call, back or via_back_edge, out, seen)
+            self._follow(name, definition, through_call, back | via_back_edge, out, seen)
 
     def _unseen(self, name: str, expr, at, through_call, back, out, seen, bound) -> None:
         """A name with no assignment reaching ``at`` in this scope."""
@@ -186,7 +194,11 @@ class GraphSources:
             else:
                 self._visit(expr.value, at, through_call, back, out, seen, bound)
         elif name in _parameters(self.scope):
-            if not (_plain_parameter(self.scope, name) or (through_call and DATA_PARAMETER.match(name))):
+            if not (
+                _plain_parameter(self.scope, name)
+                or (through_call and DATA_PARAMETER.match(name))
+                or callers_pass_data(self.ctx, self.scope, name)
+            ):
                 out.unknown = True  # the caller's graph: it may backpropagate through it again
         elif not isinstance(self.scope.node, ast.Module) and _global_carries_graph(self.ctx, name):
             out.unknown = True
@@ -214,10 +226,11 @@ class GraphSources:
             if back:
                 out.back_defs[id(stmt)] = stmt
                 out.carried = True
+                out.back_loops |= back
         self._visit(value, stmt, through_call, back, out, seen, frozenset())
         if isinstance(stmt, ast.AugAssign) and not definition.mutation:
             for previous, via_back_edge in self._reaching(name, stmt):
-                self._follow(name, previous, through_call, back or via_back_edge, out, seen)
+                self._follow(name, previous, through_call, back | via_back_edge, out, seen)
 
     def _loop_variable(self, loop: ast.AST, through_call, back, out: Sources, seen: set) -> None:
         """``for x in it``: elements of a container of graphs carry graphs; elements of a local
@@ -230,24 +243,24 @@ class GraphSources:
             out.unknown = True
 
     # -- reaching definitions ----------------------------------------------------------------
-    def _reaching(self, name: str, at: ast.AST) -> list[tuple[Def, bool]]:
-        """Definitions of ``name`` that may reach ``at``, each with whether it comes from a previous
-        loop iteration. Container mutations never kill earlier contents."""
+    def _reaching(self, name: str, at: ast.AST) -> list[tuple[Def, frozenset]]:
+        """Definitions of ``name`` that may reach ``at``, each with the loop (its id, in a set; empty
+        for none) from whose previous iteration it comes. Container mutations never kill earlier contents."""
         assigned = [Def(s, v) for s, v in self.graph.assignments.get(name, [])]
         mutated = [Def(s, v, True) for s, v in self.mutations.get(name, [])]
-        found: list[tuple[Def, bool]] = []
+        found: list[tuple[Def, frozenset]] = []
         straight = {id(s) for s, _ in self.graph.reaching(name, at)}
         loops = enclosing_loops(self.ctx, at, self.scope)
         for definition in assigned:
             header = any(definition.stmt is loop for loop in loops)  # ``for x in ...`` around ``at``
             if header or (id(definition.stmt) in straight and _before(definition.stmt, at)):
-                found.append((definition, False))
-        found += [(m, False) for m in mutated if _before(m.stmt, at)]
+                found.append((definition, frozenset()))
+        found += [(m, frozenset()) for m in mutated if _before(m.stmt, at)]
         for loop in loops:
             inside = [d for d in assigned + mutated if _within(self.ctx, d.stmt, loop)]
             if any(not d.mutation and self._dominates(d.stmt, at, loop) for d in inside):
                 break
-            found += [(d, True) for d in inside]
+            found += [(d, frozenset({id(loop)})) for d in inside]
         return found
 
     def _dominates(self, stmt: ast.AST, at: ast.AST, loop: ast.AST) -> bool:

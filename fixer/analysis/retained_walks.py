@@ -37,11 +37,11 @@ def walked_again(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional
     own = graph.of(call.target, call.node)
     if own.unknown:
         return "its graph may come from outside this function"
-    if own.carried:
-        return "its graph is carried over from a previous iteration"
+    loops = enclosing_loops(ctx, call.node, scope)
+    if own.back_loops & {id(loop) for loop in loops}:
+        return "its graph is carried over from a previous iteration"  # a sum built by an inner loop is not
     if not own.defs:
         return "no statement building its graph was found"
-    loops = enclosing_loops(ctx, call.node, scope)
     if loops and any(not _within(ctx, stmt, loops[0]) for stmt in own.defs.values()):
         return "part of its graph is built before the loop and reused every iteration"
     for check in (_higher_order, _later_backward, _escape):

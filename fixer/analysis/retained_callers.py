@@ -1,0 +1,102 @@
+"""What this file's callers pass for a function's parameter.
+
+``callers_pass_data(ctx, scope, name)`` is True when the function (or method) of ``scope`` is
+called in this file, only by its name (never passed around as a value), and every call gives the
+parameter ``name`` a value that carries no graph (a tensor built from data, a number, a leaf):
+then nothing the caller keeps can share the graph the function builds on it. A method counts
+calls through ``self`` in its class and through names bound to ``ClassName(...)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional
+
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.context import FileContext
+
+
+def callers_pass_data(ctx: FileContext, scope: Scope, name: str) -> bool:
+    node = scope.node
+    if isinstance(node, ast.Module) or node.decorator_list:
+        return False
+    if not re.search(r"\b%s\b" % re.escape(node.name), ctx.source[: ctx.offset(node.lineno, 0)] + _after(ctx, node)):
+        return False  # not mentioned outside its own definition: no caller in this file
+    position = _position(scope, name)
+    if position is None:
+        return False
+    found = False
+    for caller, call in _call_sites(ctx, scope):
+        if call is None:
+            return False  # the function is used as a value: unseen callers
+        argument = _argument(call, name, position)
+        if argument is _STARRED:
+            return False
+        if argument is not None and facts(ctx, caller).kind(argument, call) not in (Kind.NONE, Kind.LEAF):
+            return False
+        found = True
+    return found
+
+
+_STARRED = ast.Starred()
+
+
+def _after(ctx: FileContext, node: ast.AST) -> str:
+    return ctx.source[ctx.offset(node.end_lineno, node.end_col_offset):]
+
+
+def _position(scope: Scope, name: str) -> Optional[int]:
+    """Index of ``name`` among the positional arguments a caller writes (``self`` excluded); -1 for
+    keyword-only parameters; None for ``*args``/``**kwargs`` or an unknown name."""
+    args = scope.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if scope.self_name:
+        positional = positional[1:]
+    if name in positional:
+        return positional.index(name)
+    if name in [a.arg for a in args.kwonlyargs]:
+        return -1
+    return None
+
+
+def _argument(call: ast.Call, name: str, position: int):
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return _STARRED
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    if 0 <= position < len(call.args):
+        return call.args[position]
+    return None  # the default value
+
+
+def _call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional[ast.Call]]]:
+    """(caller scope, call) for each use of the function's name; call None for a use that is not a call."""
+    function = scope.node.name
+    cls = scope.class_node
+    for caller in scopes(ctx):
+        instances = _instances(ctx, caller, cls) if cls is not None else set()
+        self_name = caller.self_name if cls is not None and caller.class_node is cls else None
+        for node in scope_nodes(caller):
+            if cls is None and isinstance(node, ast.Name) and node.id == function and node is not scope.node:
+                parent = ctx.parents.get(node)
+                yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
+            elif cls is not None and isinstance(node, ast.Attribute) and node.attr == function:
+                receiver = node.value
+                if not isinstance(receiver, ast.Name) or receiver.id not in instances | {self_name}:
+                    continue  # another object's method of the same name
+                parent = ctx.parents.get(node)
+                yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
+
+
+def _instances(ctx: FileContext, caller: Scope, cls: ast.ClassDef) -> set[str]:
+    """Names bound to ``cls(...)`` in ``caller``."""
+    graph = facts(ctx, caller)
+    return {
+        name
+        for name, definitions in graph.assignments.items()
+        if definitions
+        and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in definitions)
+    }
