@@ -34,8 +34,9 @@ for x, y in batches:
 For a cache, store the detached value: `cache.append(h.detach())`. For per-episode buffers whose
 entries reach the loss only through the list (REINFORCE's `saved_log_probs`), empty them at the
 start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it); when an
-agent's `act` method fills `self.log_probs` for its `learn` method, they are emptied right after
-`learn`'s backward (if nothing reads them later in that call). A total
+agent's `act` method fills `self.log_probs` for its `learn` method (or `select_action` fills
+`policy.saved_log_probs` for `finish_episode`), they are emptied right after that backward (if
+nothing reads them later in that call). A total
 that starts as a number (`total_loss = 0`) is cut once it is a tensor
 (`if torch.is_tensor(total_loss): total_loss = total_loss.detach()`).
 
@@ -58,9 +59,9 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, carried_values, is_container, managed_elsewhere
+from fixer.analysis.carried import CarriedValue, carried_values, is_container, is_empty_container, managed_elsewhere, object_class
 from fixer.analysis.carried_flow import Feeding, contains, inside, position
-from fixer.analysis.carried_shape import initial_value
+from fixer.analysis.carried_shape import class_init_values, initial_value
 from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import scopes, statement_index
@@ -86,7 +87,8 @@ class GraphCarriedAcrossIterations(Rule):
             node = value.stores[0][0]
             buffers = _episode_buffers(ctx, scope, value)
             edits = _clear_edits(ctx, value, buffers)
-            fix = f"empty {', '.join(f'`{b}`' for b in buffers)} at the start of each iteration"
+            when = "after this call's backward" if value.stored_elsewhere else "at the start of each iteration"
+            fix = f"empty {', '.join(f'`{b}`' for b in buffers)} {when}"
             unsafe = True
         elif value.container:
             node = value.stores[0][0]
@@ -152,13 +154,19 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
         # filled anywhere (``agent.rewards.append(r)`` in the training loop): every empty
         # ``self`` list this call reads into its loss that something appends to
         filled = {node.func.value.attr for node in ast.walk(ctx.tree) if _appends_to_attribute(node)}
-        prefix = f"{scope.self_name}."
+        owner = value.name.split(".", 1)[0]
+        cls = None if owner == scope.self_name else object_class(ctx, owner)
         for name in sorted(feeding.live):
-            if name in buffers or not name.startswith(prefix) or name.count(".") != 1 or name[len(prefix) :] not in filled:
+            if name in buffers or not name.startswith(f"{owner}.") or name.count(".") != 1 or name[len(owner) + 1 :] not in filled:
                 continue
-            initial, defined = initial_value(ctx, scope, graph, it, name)
+            if cls is None:
+                initial, defined = initial_value(ctx, scope, graph, it, name)
+            else:
+                attr = name.split(".", 1)[1]
+                inits = [v for s in scopes(ctx) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(ctx, s, "__init__").items() if k == f"{s.self_name}.{attr}"]
+                initial, defined = (inits[0] if inits else None), bool(inits)
             rebuilt = any(inside(ctx, s, it.node) for s, _ in graph.assignments.get(name, []))
-            if defined and _is_empty_container(initial) and not rebuilt and not managed_elsewhere(ctx, scope, name):
+            if defined and is_empty_container(initial) and not rebuilt and not managed_elsewhere(ctx, scope, name, cls):
                 buffers.append(name)
         return buffers
     for node in ast.walk(it.node):
@@ -181,12 +189,6 @@ def _appends_to_attribute(node: ast.AST) -> bool:
         and node.func.attr in ("append", "extend", "insert", "appendleft")
         and isinstance(node.func.value, ast.Attribute)
     )
-
-
-def _is_empty_container(value: Optional[ast.expr]) -> bool:
-    if isinstance(value, (ast.List, ast.Dict)):
-        return not (value.elts if isinstance(value, ast.List) else value.keys)
-    return isinstance(value, ast.Call) and not value.args and (dotted(value.func) or "").split(".")[-1] in ("list", "dict", "deque")
 
 
 def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:

@@ -26,7 +26,7 @@ from fixer.analysis.carried_shape import class_init_values, forward_scope, initi
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 CONTAINER_STORES = frozenset({"append", "appendleft", "insert"})
@@ -102,6 +102,7 @@ def carried_values(ctx: FileContext, scope: Scope) -> list[CarriedValue]:
 def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
     its = iterations(ctx, scope)
     if not its:
+        yield from _object_buffers(ctx, scope)
         return
     graph = facts(ctx, scope)
     nodes = scope_nodes(scope)
@@ -141,12 +142,64 @@ def _method_stores(ctx: FileContext, scope: Scope) -> dict[str, list[tuple[ast.s
     return found
 
 
-def managed_elsewhere(ctx: FileContext, scope: Scope, name: str) -> bool:
+def _object_buffers(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
+    """A function that backpropagates once per call (``finish_episode``) reading a list of a
+    module-level object (``policy.saved_log_probs``) that other functions fill with graph-carrying
+    values and nothing ever empties: each call's loss walks every earlier call's freed graph."""
+    if scope.self_name or isinstance(scope.node, ast.Module):
+        return
+    calls = [c for c in backward_calls(ctx, scope) if c.kind != "autograd.grad" and not _keeps_graph(c, "create_graph")]
+    calls = [c for c in calls if not enclosing_loops(ctx, ctx.statement_of(c.node), scope) and always_runs(ctx, c.node, scope.node)]
+    if not calls:
+        return
+    it = Iteration(scope.node, calls[0], True)
+    feeding = Feeding(ctx, scope.node.body, it.backward.target, ctx.statement_of(it.backward.node))
+    seen: set[str] = set()
+    for read in sorted((n for n in scope_nodes(scope) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)), key=position):
+        name = dotted(read)
+        if not name or name in seen or name.count(".") != 1 or not feeding.reaches(read):
+            continue
+        seen.add(name)
+        owner, attr = name.split(".")
+        cls = object_class(ctx, owner)
+        if cls is None or owner in {a.arg for a in scope.node.args.args + scope.node.args.kwonlyargs}:
+            continue
+        initial = next((v for s in scopes(ctx) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(ctx, s, "__init__").items() if k == f"{s.self_name}.{attr}"), None)
+        if not is_empty_container(initial) or managed_elsewhere(ctx, scope, name, cls):
+            continue
+        stores = [
+            (stmt, value)
+            for other in scopes(ctx)
+            for base, found in _container_stores(ctx, facts(ctx, other), scope_nodes(other)).items()
+            if base == name
+            for stmt, value in found
+        ]
+        if stores:
+            yield CarriedValue(name, True, it, read, read, tuple(stores), initial, True, "container", True, True)
+
+
+def object_class(ctx: FileContext, owner: str) -> Optional[ast.ClassDef]:
+    """The class of this file a module-level ``owner = Cls(...)`` instantiates."""
+    classes = {c.name: c for c in statement_index(ctx).classes}
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(dotted(t) == owner for t in stmt.targets):
+            return classes.get(dotted(stmt.value.func) or "")
+    return None
+
+
+def is_empty_container(value: Optional[ast.expr]) -> bool:
+    if isinstance(value, (ast.List, ast.Dict)):
+        return not (value.elts if isinstance(value, ast.List) else value.keys)
+    return isinstance(value, ast.Call) and not value.args and (dotted(value.func) or "").split(".")[-1] in ("list", "dict", "deque")
+
+
+def managed_elsewhere(ctx: FileContext, scope: Scope, name: str, cls: Optional[ast.ClassDef] = None) -> bool:
     """A method other than ``__init__`` (or code outside the class) empties or replaces the
     container: the author manages its lifetime."""
     attr = name.split(".", 1)[1]
+    cls = cls or scope.class_node
     for other in scopes(ctx):
-        if other is scope or other.class_node is scope.class_node and other.node.name == "__init__":
+        if other is scope and scope.self_name or other.class_node is cls and cls is not None and other.node.name == "__init__":
             continue
         for node in scope_nodes(other):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
