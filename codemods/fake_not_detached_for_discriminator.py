@@ -9,6 +9,12 @@ optimizer's step, the second result reaching a later backward call followed by a
 optimizer's step; the first optimizer is built from that callable's parameters (or, when that is
 not visible, the first step also applies the callable to something else, the real batch).
 
+The steps may be written in helper functions or methods of the same file
+(`train_discriminator(real, fake)`, `self.backward_D()` reading `self.fake_B`): a helper's
+backward is matched to the caller through its parameters and `self` attributes, and the fake is
+the caller's one graph-carrying value (or a `self` attribute every method assigns from a module
+call).
+
 ## Why is this bad?
 The discriminator's backward walks on into the generator's graph and frees it, so the generator
 step raises "Trying to backward through the graph a second time". With the usual band-aid,
@@ -39,37 +45,33 @@ discriminator gradients are those of the same loss and the generator's come from
 only (the canonical DCGAN step). Unsafe when it had `retain_graph=True`: the discriminator's
 gradients are unchanged, but the generator no longer accumulates the discriminator loss's
 gradients, so its gradients and parameters change (to the canonical ones) when they were not
-zeroed in between.
+zeroed in between. Unsafe when the `.detach()` goes into a helper: every other caller of the
+helper gets it too (its discriminator gradients are unchanged; a generator that was not zeroed
+after it no longer receives the discriminator loss's gradients).
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
-from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
-from fixer.analysis.graph_reuse import derived_names, flows_straight, innermost_loop, names_in, reaches, remove_keyword
-from fixer.analysis.names import dotted, qualified
+from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls
+from fixer.analysis.gan_steps import FREEING_KINDS, Event, MappedUse, Use, backward_events, may_step_in_helpers
+from fixer.analysis.gan_steps import after as _after
+from fixer.analysis.gan_steps import before as _before
+from fixer.analysis.gan_steps import before_or_at as _before_or_at
+from fixer.analysis.gan_steps import between as _between
+from fixer.analysis.gan_steps import callable_uses as _uses
+from fixer.analysis.gan_steps import flows_to as _flows
+from fixer.analysis.gan_steps import optimizer_steps as _steps
+from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.graph_reuse import derived_names, innermost_loop, names_in, reaches, remove_keyword
+from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
-from fixer.analysis.shared_graph import runs_after_in_same_pass
+from fixer.analysis.shared_graph import reaching, runs_after_in_same_pass
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
-
-FREEING_KINDS = ("method", "owner", "scaler", "autograd.backward")
-
-
-@dataclass(frozen=True)
-class Use:
-    """``callable(..., fake, ...)``: one application of a callable to the fake tensor."""
-
-    call: ast.Call
-    arg: ast.expr
-    callee: str
-    key: str
-    stmt: ast.stmt
 
 
 class FakeNotDetachedForDiscriminator(Rule):
@@ -79,19 +81,37 @@ class FakeNotDetachedForDiscriminator(Rule):
     fix_safety = "mixed"
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        reported: set[int] = set()
+        helpers = may_step_in_helpers(ctx)
         for scope in scopes(ctx):
+            for use in _helper_discriminator_uses(ctx, scope) if helpers else ():
+                if id(use.arg) not in reported:
+                    reported.add(id(use.arg))
+                    yield self._report_in_helper(ctx, use)
             calls = [c for c in backward_calls(ctx, scope) if c.kind in FREEING_KINDS]
             if len(calls) < 2:
                 continue
             steps = _steps(ctx, scope)
             if len(steps) < 2:
                 continue
-            reported: set[int] = set()
             for first, second in _pairs(ctx, scope, calls):
                 for use in _discriminator_uses(ctx, scope, first, second, steps):
                     if id(use.arg) not in reported:
                         reported.add(id(use.arg))
                         yield self._report(ctx, scope, use, first, calls)
+
+    def _report_in_helper(self, ctx: FileContext, use: Use) -> Diagnostic:
+        text = ctx.text(use.arg)
+        start, end = ctx.span(use.arg)
+        return self.diagnostic(
+            ctx,
+            use.arg,
+            f"The discriminator step backpropagates through `{text}` into the generator's graph, which the "
+            f"generator step needs again; use `{text}.detach()` in the discriminator step",
+            [Edit(start, end, f"{text}.detach()")],
+            Applicability.UNSAFE,
+            title=f"Detach `{text}` for the discriminator",
+        )
 
     def _report(self, ctx: FileContext, scope: Scope, use: Use, call: BackwardCall, calls: list[BackwardCall]) -> Diagnostic:
         text = ctx.text(use.arg)
@@ -111,18 +131,80 @@ class FakeNotDetachedForDiscriminator(Rule):
         )
 
 
-def _steps(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
-    """Optimizer steps, including names the name heuristic misses (``optD``) but the file builds
-    from ``torch.optim``."""
-    found = [o for o in optimizer_calls(ctx, scope) if o.kind == "step"]
-    known = {id(o.node) for o in found}
-    built = optimizer_params(ctx)
-    for node in scope_nodes(scope):
-        if isinstance(node, ast.Call) and id(node) not in known and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
-            owner = dotted(node.func.value)
-            if owner in built:
-                found.append(OptimizerCall(node, "step", owner))
-    return sorted(found, key=lambda o: _position(o.node))
+def _helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[Use]:
+    """Discriminator uses where a step runs in a helper: ``train_discriminator(real, fake)`` or
+    ``self.backward_D()`` followed by a generator step (a helper or inline) through the same fake."""
+    events = backward_events(ctx, scope)
+    if len(events) < 2:
+        return
+    graph, steps = facts(ctx, scope), _steps(ctx, scope)
+    for index, first in enumerate(events):
+        loop = innermost_loop(ctx, first.stmt, scope.node)
+        for second in events[index + 1 :]:
+            if (first.helper is None and second.helper is None) or first.stmt is second.stmt:
+                continue
+            if innermost_loop(ctx, second.stmt, scope.node) is not loop or not runs_after_in_same_pass(ctx, scope, first.stmt, second.stmt):
+                continue
+            step_d = first.step or next((s.owner for s in steps if _between(s.node, first.stmt, second.stmt)), None)
+            step_g = second.step or next(
+                (s.owner for s in steps if _after(s.node, second.stmt) and innermost_loop(ctx, s.node, scope.node) is loop), None
+            )
+            if step_d is None or step_g is None or step_d == step_g:
+                continue
+            for d in first.uses:
+                for g in second.uses:
+                    if g.callee != d.callee or g.use is d.use:
+                        continue
+                    for key in sorted(d.keys & g.keys):
+                        producer = _caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, d.callee)
+                        if producer is not None and _is_discriminator_owner(ctx, d, first, step_d, producer):
+                            yield d.use
+                            break
+
+
+def _caller_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, first: ast.stmt, second: ast.stmt, callee: str) -> Optional[ast.expr]:
+    """The graph-carrying value ``key`` holds at both steps: one assignment of the caller reaching
+    both, or, for ``self.fake`` the caller never assigns, every assignment of it in the class."""
+    if "[" in key:
+        return None
+    if graph.assignments.get(key):
+        defs = reaching(graph, key, first)
+        if len(defs) != 1 or [id(s) for s, _ in reaching(graph, key, second)] != [id(defs[0][0])]:
+            return None
+        stmt, value = defs[0]
+        return value if _generated(ctx, graph, stmt, value, callee) else None
+    if scope.self_name is None or not key.startswith(scope.self_name + "."):
+        return None
+    values = []
+    for method in scopes(ctx):
+        if method.class_node is not scope.class_node or method.self_name is None:
+            continue
+        own = method.self_name + key[len(scope.self_name) :]
+        method_graph = facts(ctx, method)
+        for stmt, value in method_graph.assignments.get(own, []):
+            if not hasattr(stmt, "lineno") or not _generated(ctx, method_graph, stmt, value, callee, method_graph):
+                return None
+            values.append(value)
+    return values[0] if values else None
+
+
+def _generated(ctx: FileContext, graph: GraphFacts, stmt: ast.AST, value: Optional[ast.expr], callee: str, modules: Optional[GraphFacts] = None) -> bool:
+    """A graph-carrying value computed by a call of something other than the discriminator (with
+    ``modules``: by a module call)."""
+    if value is None or under_no_grad(ctx, stmt) or graph.kind(value, stmt) < Kind.UNKNOWN:
+        return False
+    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+    if not calls or callee.rpartition(".")[2] in {n.rpartition(".")[2] for n in names_in(value)}:
+        return False
+    return modules is None or any(modules.is_module(c.func) for c in calls)
+
+
+def _is_discriminator_owner(ctx: FileContext, d: MappedUse, event: Event, step: str, producer: ast.expr) -> bool:
+    owners = optimizer_params(ctx).get(step)
+    producer_calls = {n.rpartition(".")[2] for c in ast.walk(producer) if isinstance(c, ast.Call) and (n := dotted(c.func))}
+    if owners:
+        return any(_related(d.callee, o) for o in owners) and not any(o.rpartition(".")[2] in producer_calls for o in owners)
+    return any(u.callee == d.callee and not (u.keys & d.keys) for u in event.uses)
 
 
 def _pairs(ctx: FileContext, scope: Scope, calls: list[BackwardCall]) -> Iterator[tuple[BackwardCall, BackwardCall]]:
@@ -160,41 +242,6 @@ def _discriminator_uses(
             yield use
 
 
-def _uses(ctx: FileContext, scope: Scope, graph: GraphFacts) -> list[Use]:
-    """Applications of a callable (not a torch function, not a tensor method) to a named tensor."""
-
-    def compute() -> list[Use]:
-        found = []
-        for node in scope_nodes(scope):
-            if not isinstance(node, ast.Call) or under_no_grad(ctx, node):
-                continue
-            callee = dotted(node.func)
-            if callee is None or (qualified(ctx, node.func) or "").startswith("torch.") or _is_tensor_method(graph, node):
-                continue
-            for arg in node.args:
-                key = _key(arg)
-                if key is not None:
-                    found.append(Use(node, arg, callee, key, ctx.statement_of(node)))
-        return found
-
-    return ctx.memo(("gan_uses", id(scope.node)), compute)
-
-
-def _is_tensor_method(graph: GraphFacts, call: ast.Call) -> bool:
-    func = call.func
-    return isinstance(func, ast.Attribute) and (func.attr in DETACHING_METHODS or graph.kind(func.value, call) >= Kind.LEAF)
-
-
-def _key(node: ast.expr) -> Optional[str]:
-    """``fake``, ``self.fake``, ``out["fake"]``."""
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return dotted(node)
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, (str, int)):
-        base = dotted(node.value)
-        return f"{base}[{node.slice.value!r}]" if base else None
-    return None
-
-
 def _fake_definition(ctx: FileContext, graph: GraphFacts, scope: Scope, use: Use) -> Optional[ast.AST]:
     """The one assignment of the fake tensor reaching ``use``, if its value carries a graph from a
     call of something other than the discriminator."""
@@ -230,16 +277,6 @@ def _item_definition(ctx: FileContext, scope: Scope, use: Use) -> Optional[tuple
     return latest
 
 
-def _flows(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.stmt, call: BackwardCall) -> bool:
-    """The value computed by ``stmt`` reaches the tensor ``call`` backpropagates."""
-    if stmt is ctx.statement_of(call.node):
-        return True
-    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-        return False
-    region = [n for n in scope_nodes(scope) if hasattr(n, "lineno") and _between(n, stmt, call.node, inclusive_end=True)]
-    return flows_straight(ctx, graph, stmt, region, call)
-
-
 def _is_discriminator_step(ctx: FileContext, scope: Scope, use: Use, producer: ast.AST, step: OptimizerCall, first_stmt: ast.stmt) -> bool:
     """The optimizer stepped after the first backward owns the callable's parameters and not the
     producer's; when its parameters are unknown, the first step also applies the callable to
@@ -266,23 +303,3 @@ def _backpropagated_again(ctx: FileContext, scope: Scope, call: BackwardCall, ca
 def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
-
-def _position(node: ast.AST) -> tuple[int, int]:
-    return (node.lineno, node.col_offset)
-
-
-def _before(a: ast.AST, b: ast.AST) -> bool:
-    return (a.end_lineno, a.end_col_offset) <= _position(b)
-
-
-def _after(a: ast.AST, b: ast.AST) -> bool:
-    return _position(a) >= (b.end_lineno, b.end_col_offset)
-
-
-def _before_or_at(a: ast.AST, b: ast.AST) -> bool:
-    return _position(a) <= _position(b)
-
-
-def _between(node: ast.AST, first: ast.AST, last: ast.AST, inclusive_end: bool = False) -> bool:
-    position = _position(node)
-    return _after(node, first) and (position <= _position(last) if inclusive_end else position < _position(last))

@@ -167,7 +167,8 @@ def _merge(rule: Rule, ctx: FileContext, scope: Scope, chain: list[BackwardCall]
     total = " + ".join(_operand(ctx, c.target, i) for i, c in enumerate(chain))
     receiver = chain[host].node.func.value
     start, end = ctx.span(receiver)
-    edits = [Edit(start, end, f"({total})")]
+    grouped = ctx.source[start - 1 : start] == "(" and ctx.source[end : end + 1] == ")"  # `(a * 0.5).backward()`
+    edits = [Edit(start, end, total if grouped else f"({total})")]
     edits += [_delete_line(ctx, s) for i, s in enumerate(stmts) if i != host]
     names = ", ".join(f"`{ctx.text(c.target)}`" for c in chain)
     return rule.diagnostic(

@@ -15,7 +15,7 @@ from fixer.analysis.calls import BackwardCall
 from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOPS, under_no_grad
-from fixer.analysis.shared_graph import retains_graph
+from fixer.analysis.shared_graph import flowing_nodes, retains_graph
 from fixer.context import FileContext
 from fixer.rule import Edit
 
@@ -68,7 +68,7 @@ def derived_names(ctx: FileContext, graph: GraphFacts, seeds: set[str], nodes: I
         changed = False
         for stmt in statements:
             value = stmt.value
-            if value is None or not (names_in(value) & derived) or under_no_grad(ctx, stmt):
+            if value is None or not (flowing_names(ctx, value) & derived) or under_no_grad(ctx, stmt):
                 continue
             if graph.kind(value, stmt) == Kind.NONE:
                 continue
@@ -77,6 +77,16 @@ def derived_names(ctx: FileContext, graph: GraphFacts, seeds: set[str], nodes: I
                 derived |= new
                 changed = True
     return derived
+
+
+def flowing_names(ctx: FileContext, expr: ast.AST) -> set[str]:
+    """``names_in`` restricted to the names a graph flows from: not under ``.detach()``, ``.item()``,
+    ``.data`` (``D(fake.detach())`` does not carry ``fake``'s graph)."""
+    found: set[str] = set()
+    for node in flowing_nodes(ctx, expr):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            found |= names_in(node)
+    return found
 
 
 def reaches(call: BackwardCall, names: set[str]) -> bool:
