@@ -2,8 +2,8 @@
 Finds a training loop that calls `loss.backward()` and then `optimizer.step()` on every
 iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
 `model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls. Also an
-`optimizer.step(closure)` (or `step(self.loss_func)`) whose closure calls backward() but clears
-no gradients.
+`optimizer.step(closure)` (or `step(self.loss_func)`) on a torch optimizer whose closure calls
+backward() but clears no gradients.
 
 ## Why is this bad?
 `backward()` adds to `.grad`; it does not overwrite it. Without zeroing, the gradient applied at
@@ -33,7 +33,8 @@ The fix inserts `optimizer.zero_grad()` at the top of the loop body, before the 
 Left alone: gradient accumulation (the step or the backward under a condition, or the step
 after the loop), `optimizer.step(closure)`, loops that zero gradients in any spelling or pass the
 optimizer or model to a helper that might, and backward calls through wrappers that manage
-gradients themselves (`accelerator.backward`, `self.manual_backward`, DeepSpeed engines).
+gradients themselves (`accelerator.backward`, `self.manual_backward`, DeepSpeed engines), and
+closures passed to optimizers built outside `torch.optim` (SAM-style wrappers zero inside `step`).
 
 ## Fix safety
 Unsafe. Every step now applies only its own iteration's gradient instead of the running sum, so
@@ -56,13 +57,14 @@ from fixer.analysis.protocol import (
     attached_start,
     block_events,
     is_docstring,
+    is_optimizer_construction,
     is_plain_step,
     optimizer_params,
     optimizer_scopes,
     scope_for,
     zeroes_for,
 )
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -92,8 +94,8 @@ class MissingZeroGrad(Rule):
             if call.kind != "step" or call.via_scaler:
                 continue
             closure = _closure_of(ctx, scope, call.node)
-            if closure is None or not _backpropagates_plainly(ctx, closure):
-                continue
+            if closure is None or not _backpropagates_plainly(ctx, closure) or not _built_by_torch(ctx, call.owner):
+                continue  # SAM-style wrappers zero the gradients inside step() themselves
             loop = next((a for a in ctx.ancestors(call.node) if isinstance(a, LOOPS) or a is scope.node), scope.node)
             region = loop if loop is not scope.node else closure.node
             if _zeroed_in_loop(ctx, closure, closure.node, call.owner) or _zeroed_in_loop(ctx, scope, region, call.owner):
@@ -167,6 +169,12 @@ def _closure_of(ctx: FileContext, scope: Scope, step: ast.Call) -> Optional[Scop
         ]
         return found[0] if len(found) == 1 and not found[0].node.decorator_list else None
     return None
+
+
+def _built_by_torch(ctx: FileContext, optimizer: str) -> bool:
+    """Every assignment of ``optimizer`` in the file builds a torch optimizer (``torch.optim.LBFGS``)."""
+    values = [a.value for a in statement_index(ctx).assigns if len(a.targets) == 1 and dotted(a.targets[0]) == optimizer]
+    return bool(values) and all(is_optimizer_construction(ctx, value) for value in values)
 
 
 def _resets_in_scope(ctx: FileContext, scope: Scope, optimizer: str) -> bool:
