@@ -1,9 +1,12 @@
 """## What it does
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
 `total = total + loss`, `losses.append(loss)`, `self.total += loss`, an average meter's
-`loss_meter.update(loss, n)`) in a training loop that
+`loss_meter.update(loss, n)` or `meters["loss"].update(loss, n)`, a record
+`history.append({"loss": loss})`) in a training loop that
 backpropagates every iteration, when the total lives longer than the iteration and is never
-backpropagated itself.
+backpropagated itself. Also a validation loop without `torch.no_grad()` (`val_loss += loss`) in
+a function whose own backward shows that gradients are recorded, when that function never
+switches the grad mode and the total is only printed, logged or turned into a number.
 
 ## Why is this bad?
 `loss` carries its autograd graph. Adding it to a total that survives the iteration links every
@@ -28,7 +31,8 @@ for inputs, targets in loader:
 ```
 `.item()` is used when the loss is a scalar (it was backpropagated without a gradient argument)
 and the total is only used as a number; otherwise `.detach()`, which keeps the total a tensor
-(for `torch.stack(losses)`, `total.item()` and the like).
+(for `torch.stack(losses)`, `total.item()` and the like). The tensors of a logged record and the
+losses of a validation loop are detached (better still, run validation under `torch.no_grad()`).
 
 ## Fix safety
 Safe. Gradients and parameters are unchanged: the total never reaches a backward call (the rule
@@ -51,6 +55,7 @@ from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
 METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
+METERS_NAME = re.compile(r"(meter|averager)s$", re.IGNORECASE)  # a dict of meters
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
@@ -80,15 +85,34 @@ class LossAccumulatedWithGraph(Rule):
             stmt, accumulator, value = found
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
-            if not backpropagates_in(ctx, scope, _iteration(ctx, scope, stmt)):
-                continue  # not a loop that backpropagates every iteration
+            evaluation = not backpropagates_in(ctx, scope, _iteration(ctx, scope, stmt))
+            if evaluation and not _evaluation_loop(ctx, scope, graph, stmt, accumulator):
+                continue  # not a loop that backpropagates every iteration, nor an evaluation loop of a training function
+            if _reaches_backward(ctx, scope, graph, accumulator):
+                continue
+            record = _logged_record(ctx, scope, graph, value, stmt)
+            if record is not None:  # history.append({"loss": loss, ...})
+                parts = [v for v in record.values if graph.carries_graph(v, stmt)]
+                if not parts or any(isinstance(v, ast.Name) and graph.sometimes_detached(v.id, stmt) for v in parts):
+                    continue
+                edits = [Edit(*ctx.span(p), _detached(ctx, p, "detach")) for p in parts]
+                names = ", ".join(f"`{ctx.text(p)}`" for p in parts)
+                yield self.diagnostic(
+                    ctx,
+                    stmt,
+                    f"`{accumulator}` keeps records holding {names} with their autograd graph, keeping every "
+                    "iteration's graph alive; store detached values",
+                    edits,
+                    title="Store detached values",
+                ), accumulator, parts[0]
+                continue
             part = _graph_part(graph, value, stmt)
-            if part is None or _reaches_backward(ctx, scope, graph, accumulator):
+            if part is None:
                 continue
             numeric = _is_meter_update(node) or _numeric_use(ctx, scope, graph, accumulator, node)
-            method = "item" if _scalar_loss(ctx, scope, part) and numeric else "detach"
+            method = "item" if _scalar_loss(ctx, scope, part) and numeric and not evaluation else "detach"
             text = ctx.text(part)
-            new = f"{text}.{method}()" if isinstance(part, ATOMS) else f"({text}).{method}()"
+            new = _detached(ctx, part, method)
             start, end = ctx.span(part)
             diagnostic = self.diagnostic(
                 ctx,
@@ -99,6 +123,32 @@ class LossAccumulatedWithGraph(Rule):
                 title=f"Accumulate `{new}`",
             )
             yield diagnostic, accumulator, part
+
+
+def _detached(ctx: FileContext, part: ast.expr, method: str) -> str:
+    text = ctx.text(part)
+    return f"{text}.{method}()" if isinstance(part, ATOMS) else f"({text}).{method}()"
+
+
+def _logged_record(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast.expr, at: ast.stmt) -> Optional[ast.Dict]:
+    """The dict literal appended (``history.append({"loss": loss})``), or the one a local name was
+    given in the same iteration (``logs = {...}; history.append(logs)``) when nothing else reads
+    the name."""
+    if isinstance(value, ast.Dict):
+        return value
+    if not isinstance(value, ast.Name):
+        return None
+    defs = graph.assignments.get(value.id, [])
+    if len(defs) != 1 or not isinstance(defs[0][1], ast.Dict):
+        return None
+    stmt, record = defs[0]
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    loops = enclosing_loops(ctx, at, scope)
+    if not loops or not _inside(ctx, stmt, loops[0]) or (stmt.lineno, stmt.col_offset) > (at.lineno, at.col_offset):
+        return None
+    reads = [n for n in scope_nodes(scope) if isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Load)]
+    return record if reads == [value] else None
 
 
 def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[tuple[ast.stmt, str, ast.expr]]:
@@ -125,18 +175,45 @@ def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional
             name = dotted(base)
             return (node, name, call.args[0]) if name else None
         if isinstance(call.func, ast.Attribute) and call.func.attr == "update" and call.args and _is_meter(call.func.value, graph):
-            name = dotted(call.func.value)  # AverageMeter.update(loss, n) keeps `self.sum += val * n`
+            name = dotted(_container(call.func.value))  # AverageMeter.update(loss, n) keeps `self.sum += val * n`
             return (node, name, call.args[0]) if name else None
     return None
 
 
 def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
-    """An average meter (``loss_meter``, ``losses = AverageMeter()``): its ``update`` sums the value."""
+    """An average meter (``loss_meter``, ``losses = AverageMeter()``, ``meters["loss"]`` of
+    ``meters = {"loss": AverageMeter()}``): its ``update`` sums the value."""
+    if isinstance(receiver, ast.Subscript):
+        container = _container(receiver)
+        if METERS_NAME.search(last_name(container) or ""):
+            return True
+        name = dotted(container)
+        defs = graph.assignments.get(name, []) if graph and name else []
+        return bool(defs) and all(_meter_values(v) for _, v in defs)
     if METER_NAME.search(last_name(receiver) or ""):
         return True
     name = dotted(receiver)
     defs = graph.assignments.get(name, []) if graph and name else []
-    return any(isinstance(v, ast.Call) and METER_NAME.search(last_name(v.func) or "") for _, v in defs)
+    return any(_is_meter_call(v) for _, v in defs)
+
+
+def _is_meter_call(value: Optional[ast.expr]) -> bool:
+    return isinstance(value, ast.Call) and bool(METER_NAME.search(last_name(value.func) or ""))
+
+
+def _meter_values(value: Optional[ast.expr]) -> bool:
+    """``{"loss": AverageMeter(), ...}``, ``{k: AverageMeter() for k in names}`` (maybe in ``OrderedDict(...)``)."""
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        value = value.args[0]
+    if isinstance(value, ast.Dict):
+        return bool(value.values) and all(_is_meter_call(v) for v in value.values)
+    return isinstance(value, ast.DictComp) and _is_meter_call(value.value)
+
+
+def _container(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
 
 
 def _is_meter_update(node: ast.AST) -> bool:
@@ -231,3 +308,57 @@ def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator:
             if any(dotted(arg) == accumulator for arg in node.args):
                 return False  # torch.stack(losses)
     return True
+
+
+GRAD_MODE_TEXT = re.compile(r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?")
+TERMINAL_CALLS = frozenset({"print", "float", "round", "str", "format", "len", "repr", "int"})
+TERMINAL_METHODS = frozenset({"item", "tolist", "numpy", "log", "info", "debug", "add_scalar", "add_scalars", "set_postfix", "set_description", "write", "format", "append"})
+
+
+def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str) -> bool:
+    """``val_loss += loss`` in a loop that does not backpropagate, in a function whose own backward
+    proves gradients are recorded (and that never changes the grad mode), when the total is a local
+    that is only printed, logged or turned into a number: each batch's graph lives until the loop ends."""
+    if isinstance(scope.node, ast.Module) and not backward_calls(ctx, scope):
+        return False
+    if "." in accumulator or not enclosing_loops(ctx, stmt, scope):
+        return False
+    if not any(not under_no_grad(ctx, call.node) for call in backward_calls(ctx, scope)):
+        return False  # nothing shows that this function runs with gradients on
+    if ctx.mentions(scope.node, GRAD_MODE_TEXT) and any(
+        GRAD_MODE_TEXT.fullmatch(getattr(n, "attr", None) or getattr(n, "id", "") or "") for n in scope_nodes(scope)
+    ):
+        return False  # the function switches gradient recording itself
+    return _only_reported(ctx, scope, graph, accumulator, stmt, depth=2)
+
+
+def _only_reported(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str, accumulation: ast.stmt, depth: int) -> bool:
+    """Every read of ``name`` (outside its own accumulation) ends in a print, a log, a number."""
+    for node in scope_nodes(scope):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
+            continue
+        if _inside(ctx, node, accumulation) or _is_accumulation_of(ctx.statement_of(node), name):
+            continue
+        child, parent = node, ctx.parents.get(node)
+        while isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.FormattedValue, ast.UnaryOp)):
+            child, parent = parent, ctx.parents.get(parent)
+        if isinstance(parent, ast.Call) and child is not parent.func:
+            callee = parent.func
+            if isinstance(callee, ast.Name) and callee.id in TERMINAL_CALLS:
+                continue
+            if isinstance(callee, ast.Attribute) and callee.attr in TERMINAL_METHODS - {"item", "tolist", "numpy"}:
+                if callee.attr != "append" or _local_list(graph, callee.value):
+                    continue
+            return False
+        if isinstance(parent, ast.Attribute) and parent.attr in ("item", "tolist", "numpy") and child is parent.value:
+            continue
+        if isinstance(parent, ast.Assign) and depth and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            if _only_reported(ctx, scope, graph, parent.targets[0].id, parent, depth - 1):
+                continue
+        return False
+    return True
+
+
+def _local_list(graph: GraphFacts, receiver: ast.expr) -> bool:
+    defs = graph.assignments.get(dotted(receiver) or "", [])
+    return bool(defs) and all(isinstance(v, ast.List) and not v.elts for _, v in defs)
