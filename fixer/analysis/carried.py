@@ -317,7 +317,34 @@ def _cut_somewhere(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str)
     for stmt, value in graph.assignments.get(name, []):
         if value is not None and name in names_in(value) and graph.kind(value, stmt) == Kind.NONE:
             return True
+        if value is not None and _only_data_of(value, name):
+            return True
     return False
+
+
+def _only_data_of(value: ast.expr, name: str) -> bool:
+    """``tuple([each.data for each in h])``, ``Variable(h.data)``: the value is rebuilt from the
+    carried one, every use of it (or of a comprehension variable running over it) read through
+    ``.data`` or ``.detach()``: its history is cut."""
+    parents = {id(child): node for node in ast.walk(value) for child in ast.iter_child_nodes(node)}
+    aliases = {name}
+    iters = []
+    for node in ast.walk(value):
+        if isinstance(node, ast.comprehension) and name in names_in(node.iter) and isinstance(node.target, ast.Name):
+            aliases.add(node.target.id)
+            iters.append(node.iter)
+    uses = 0
+    for node in ast.walk(value):
+        if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) in aliases):
+            continue
+        if any(contains(it, node) for it in iters) and dotted(node) == name:
+            continue  # the iterable itself: its elements are what is used
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in ("data", "detach"):
+            uses += 1
+            continue
+        return False
+    return uses > 0
 
 
 def _container_stores(ctx: FileContext, graph: GraphFacts, body_nodes: list[ast.AST]) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
