@@ -28,8 +28,11 @@ grads = torch.autograd.grad(critic(mixed).sum(), mixed, create_graph=True)[0]
 
 Left alone: `create_graph` given in any form (`create_graph=False` or `create_graph=not
 first_order` is a deliberate first-order choice), code that mentions first-order variants
-(`first_order`, FOMAML, Reptile), gradients that only feed logging, norms or clipping, pass through
-`.detach()`, `.item()`, `.sign()` (adversarial steps), or updates under `torch.no_grad()`.
+(`first_order`, FOMAML, Reptile), gradients that only feed logging, norms or clipping, pass
+through `.detach()`, `.item()`, `.sign()` (adversarial steps), updates under `torch.no_grad()`,
+and steps that move the very input they differentiate against when it was made a fresh leaf
+(`x_adv = x_adv + alpha * grad` after `x_adv = x.clone().requires_grad_()`: an L2 PGD attack or
+a Langevin sampling step).
 
 ## Fix safety
 Unsafe: the gradients change, which is the point. The outer backward now includes the derivative
@@ -69,6 +72,8 @@ class GradWithoutCreateGraph(Rule):
                     continue
                 if ctx.mentions(scope.node, FIRST_ORDER) or under_no_grad(ctx, call.node):
                     continue
+                if _steps_a_fresh_input(ctx, scope, call):
+                    continue  # an attack or sampling step in input space: its result is data
                 consumer = _consumer(ctx, scope, call.node)
                 if consumer is not None:
                     yield self._report(ctx, call, consumer)
@@ -126,6 +131,33 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
         elif not isinstance(node, ast.AugAssign):
             derived -= names
     return None
+
+
+def _steps_a_fresh_input(ctx: FileContext, scope: Scope, call: BackwardCall) -> bool:
+    """``x_adv = x_adv + alpha * grad`` where ``x_adv``, the tensor differentiated against, was made
+    a fresh leaf (``x.clone().requires_grad_()``, ``torch.zeros_like(x, requires_grad=True)``): a
+    PGD attack or a sampling step moves that input, and the outer loss uses the result as data."""
+    inputs = call.node.args[1] if len(call.node.args) > 1 else next((k.value for k in call.node.keywords if k.arg == "inputs"), None)
+    if isinstance(inputs, (ast.List, ast.Tuple)) and len(inputs.elts) == 1:
+        inputs = inputs.elts[0]
+    if not isinstance(inputs, ast.Name):
+        return False
+    assigns = [
+        node for node in scope_nodes(scope)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == inputs.id
+    ]
+    if not any(_before(a, call.node) and _is_fresh_leaf(a.value) for a in assigns):
+        return False
+    gradients = _targets(ctx.statement_of(call.node))
+    return any(_before(call.node, a) and _flows(ctx, a.value, gradients) for a in assigns)
+
+
+def _is_fresh_leaf(value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_":
+        return True
+    return any(k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is True for k in value.keywords)
 
 
 def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[BackwardCall]:
