@@ -9,6 +9,10 @@ optimizer's step, the second result reaching a later backward call followed by a
 optimizer's step; the first optimizer is built from that callable's parameters (or, when that is
 not visible, the first step also applies the callable to something else, the real batch).
 
+Also the reverse order: the generator step backpropagates through `D(fake)` first and steps,
+then the discriminator step applies `D` to the same `fake` undetached (common when the
+generator is updated several times per discriminator step).
+
 The steps may be written in helper functions or methods of the same file
 (`train_discriminator(real, fake)`, `self.backward_D()` reading `self.fake_B`): a helper's
 backward is matched to the caller through its parameters and `self` attributes, and the fake is
@@ -99,6 +103,10 @@ class FakeNotDetachedForDiscriminator(Rule):
                     if id(use.arg) not in reported:
                         reported.add(id(use.arg))
                         yield self._report(ctx, scope, use, first, calls)
+            for use, second in _discriminator_steps_after_generator(ctx, scope, calls, steps):
+                if id(use.arg) not in reported:
+                    reported.add(id(use.arg))
+                    yield self._report(ctx, scope, use, second, calls)
 
     def _report_in_helper(self, ctx: FileContext, use: Use) -> Diagnostic:
         text = ctx.text(use.arg)
@@ -160,6 +168,45 @@ def _helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[Use]:
                         if producer is not None and _is_discriminator_owner(ctx, d, first, step_d, producer):
                             yield d.use
                             break
+
+
+def _discriminator_steps_after_generator(
+    ctx: FileContext, scope: Scope, calls: list[BackwardCall], steps: list[OptimizerCall]
+) -> Iterator[tuple[Use, BackwardCall]]:
+    """The generator step runs first (``g_loss.backward()`` through ``D(fake)``, its optimizer
+    steps), then the discriminator step applies the callable to the same ``fake`` again: its
+    backward walks into the generator graph the first one freed."""
+    graph = facts(ctx, scope)
+    uses = _uses(ctx, scope, graph)
+    for index, first in enumerate(calls):
+        if first.keyword("create_graph") is not None or first.keyword("retain_graph") is not None:
+            continue
+        one = ctx.statement_of(first.node)
+        for second in calls[index + 1 :]:
+            two = ctx.statement_of(second.node)
+            loop = innermost_loop(ctx, two, scope.node)
+            if not runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
+                continue
+            if loop is not None and not any(parent is loop for parent in ctx.ancestors(one)):
+                continue
+            step_g = next((s for s in steps if _between(s.node, one, two)), None)
+            step_d = next((s for s in steps if _after(s.node, two) and innermost_loop(ctx, s.node, scope.node) is loop), None)
+            if step_g is None or step_d is None or step_g.owner == step_d.owner:
+                continue
+            for use in uses:
+                if not _between(use.stmt, one, two, inclusive_end=True) or not _flows(ctx, graph, scope, use.stmt, second):
+                    continue
+                earlier = [u for u in uses if u.callee == use.callee and u.key == use.key and _before_or_at(u.stmt, one)
+                           and _flows(ctx, graph, scope, u.stmt, first)]
+                producer = _fake_definition(ctx, graph, scope, use)
+                if producer is None or not earlier or any(_fake_definition(ctx, graph, scope, u) is not producer for u in earlier):
+                    continue
+                generator_owners = optimizer_params(ctx).get(step_g.owner)
+                if generator_owners and any(_related(use.callee, o) for o in generator_owners):
+                    continue
+                if _is_discriminator_step(ctx, scope, use, producer, step_d, two):
+                    yield use, second
+                    break
 
 
 def _caller_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, first: ast.stmt, second: ast.stmt, callee: str) -> Optional[ast.expr]:

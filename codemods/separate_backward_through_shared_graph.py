@@ -2,7 +2,9 @@
 Finds two (or more) backward calls in a row on *different* losses whose graphs share a part that
 saved tensors (one module call's outputs, a shared trunk, an intermediate tensor), when the first
 call does not pass `retain_graph=True`: multi-task heads, actor-critic losses on a shared trunk,
-two networks chained into each other, losses returned by helper functions of the same file.
+two networks chained into each other, losses returned by helper functions of the same file. Also
+`for loss in losses: loss.backward()` over a list whose elements share such a part (the outputs
+of one forward pass, heads on one trunk): the fix backpropagates `sum(losses)` once.
 
 ## Why is this bad?
 The first backward frees the saved tensors of every node it walks, including the shared part.
@@ -54,6 +56,8 @@ from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
+    flowing_nodes,
+    graph_origins,
     Origin,
     keyword_edit,
     reaching,
@@ -77,6 +81,10 @@ class SeparateBackwardThroughSharedGraph(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
             calls = [c for c in backward_calls(ctx, scope) if _standalone(ctx, c)]
+            for call in calls:
+                loop = _loop_over_losses(ctx, scope, call)
+                if loop is not None:
+                    yield _merge_loop(self, ctx, loop)
             if len(calls) < 2 or _gan_step(ctx, scope):
                 continue
             merged: set[int] = set()
@@ -95,6 +103,56 @@ class SeparateBackwardThroughSharedGraph(Rule):
                         yield diagnostic
                         continue
                 yield _retain(self, ctx, scope, call, partner, origins)
+
+
+def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.For]:
+    """``for loss in losses: loss.backward()`` (the loop's only statement) over a list whose
+    elements share a saving part of one graph: ``[crit(o, y) for o in model(x)]`` (one forward's
+    outputs), ``[crit(head(h), y) for head in heads]`` (one trunk), ``[loss_a, loss_b]``."""
+    loop = ctx.parent(ctx.statement_of(call.node))
+    if not isinstance(loop, ast.For) or len(loop.body) != 1 or loop.orelse or not _plain(call):
+        return None
+    if not isinstance(loop.target, ast.Name) or not isinstance(call.target, ast.Name) or call.target.id != loop.target.id:
+        return None
+    items = loop.iter
+    if isinstance(items, ast.Name):
+        defs = reaching(facts(ctx, scope), items.id, loop)
+        if len(defs) != 1 or defs[0][1] is None or not isinstance(defs[0][0], ast.Assign):
+            return None
+        at, items = defs[0]
+    else:
+        at = loop
+    if isinstance(items, (ast.List, ast.Tuple)) and len(items.elts) > 1:
+        origins = [graph_origins(ctx, scope, e, at) for e in items.elts]
+        shared = frozenset.intersection(*origins)
+    elif isinstance(items, ast.ListComp) and len(items.generators) == 1:
+        generator = items.generators[0]
+        bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+        flowing = [n for n in flowing_nodes(ctx, items.elt) if isinstance(n, (ast.Name, ast.Attribute))]
+        sources = [n for n in flowing if (dotted(n) or "").split(".")[0] not in bound]
+        if bound & {(dotted(n) or "").split(".")[0] for n in flowing}:
+            sources.append(generator.iter)  # each element computed from one item of one evaluation
+        shared = frozenset().union(*(graph_origins(ctx, scope, n, at) for n in sources)) if sources else frozenset()
+    else:
+        return None
+    return loop if any(o.saves for o in shared) else None
+
+
+def _merge_loop(rule: Rule, ctx: FileContext, loop: ast.For) -> Diagnostic:
+    items = ctx.text(loop.iter)
+    edits = []
+    if ctx.is_own_line(loop):
+        start, end = ctx.span(loop)
+        edits = [Edit(start, end, f"sum({items}).backward()")]
+    return rule.diagnostic(
+        ctx,
+        loop,
+        f"The losses in `{items}` share one graph; the first backward in this loop frees it and the second "
+        f"raises 'backward through the graph a second time'. Backpropagate their sum once: `sum({items}).backward()`",
+        edits,
+        Applicability.SAFE,
+        title=f"Backpropagate `sum({items})` once",
+    )
 
 
 def _gan_step(ctx: FileContext, scope: Scope) -> bool:
