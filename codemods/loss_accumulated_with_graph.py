@@ -2,7 +2,8 @@
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
 `total = total + loss`, `losses.append(loss)`, `self.total += loss`, an average meter's
 `loss_meter.update(loss, n)` or `meters["loss"].update(loss, n)`, a record
-`history.append({"loss": loss})`) in a training loop that
+`history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method of this file
+returns the loss it backpropagated) in a training loop that
 backpropagates every iteration, when the total lives longer than the iteration and is never
 backpropagated itself. Also a validation loop without `torch.no_grad()` (`val_loss += loss`) in
 a function whose own backward shows that gradients are recorded, when that function never
@@ -48,7 +49,7 @@ import re
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
-from fixer.analysis.graph import GraphFacts, facts
+from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
@@ -85,7 +86,8 @@ class LossAccumulatedWithGraph(Rule):
             stmt, accumulator, value = found
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
-            evaluation = not backpropagates_in(ctx, scope, _iteration(ctx, scope, stmt))
+            iteration = _iteration(ctx, scope, stmt)
+            evaluation = not backpropagates_in(ctx, scope, iteration) and not _calls_training_method(ctx, scope, graph, iteration)
             if evaluation and not _evaluation_loop(ctx, scope, graph, stmt, accumulator):
                 continue  # not a loop that backpropagates every iteration, nor an evaluation loop of a training function
             if _reaches_backward(ctx, scope, graph, accumulator):
@@ -107,6 +109,8 @@ class LossAccumulatedWithGraph(Rule):
                 ), accumulator, parts[0]
                 continue
             part = _graph_part(graph, value, stmt)
+            if part is None and _returns_backpropagated(ctx, scope, graph, value):
+                part = value  # losses.append(agent.update(batch)): the method returns the loss it backpropagated
             if part is None:
                 continue
             numeric = _is_meter_update(node) or _numeric_use(ctx, scope, graph, accumulator, node)
@@ -362,3 +366,53 @@ def _only_reported(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str,
 def _local_list(graph: GraphFacts, receiver: ast.expr) -> bool:
     defs = graph.assignments.get(dotted(receiver) or "", [])
     return bool(defs) and all(isinstance(v, ast.List) and not v.elts for _, v in defs)
+
+
+def _instance_method(ctx: FileContext, scope: Scope, graph: GraphFacts, func: ast.expr) -> Optional[Scope]:
+    """The method ``agent.update`` runs, when ``agent`` is only ever bound to ``Agent(...)`` of a
+    class of this file."""
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    defs = graph.assignments.get(func.value.id, [])
+    if not defs or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) for _, v in defs):
+        return None
+    classes = {v.func.id for _, v in defs}
+    if len(classes) != 1:
+        return None
+    (cls,) = classes
+    for candidate in scopes(ctx):
+        if candidate.class_node is not None and candidate.class_node.name == cls and getattr(candidate.node, "name", None) == func.attr:
+            return candidate
+    return None
+
+
+def _calls_training_method(ctx: FileContext, scope: Scope, graph: GraphFacts, region: ast.AST) -> bool:
+    nodes = scope_nodes(scope) if region is scope.node else ast.walk(region)
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _training_methods(ctx):
+            method = _instance_method(ctx, scope, graph, node.func)
+            if method is not None and backward_calls(ctx, method):
+                return True
+    return False
+
+
+def _training_methods(ctx: FileContext) -> set[str]:
+    def compute() -> set[str]:
+        return {s.node.name for s in scopes(ctx) if s.class_node is not None and backward_calls(ctx, s)}
+
+    return ctx.memo("gf301_training_methods", compute)
+
+
+def _returns_backpropagated(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast.expr) -> bool:
+    """``agent.update(...)`` whose method returns, on every path, a name it backpropagated."""
+    if not isinstance(value, ast.Call):
+        return False
+    method = _instance_method(ctx, scope, graph, value.func)
+    if method is None:
+        return False
+    returns = [n.value for n in scope_nodes(method) if isinstance(n, ast.Return)]
+    backwarded = {call.target_name for call in backward_calls(ctx, method)} - {None}
+    callee = facts(ctx, method)
+    return bool(returns) and all(
+        isinstance(v, ast.Name) and v.id in backwarded and callee.kind(v, v) == Kind.GRAPH for v in returns
+    )
