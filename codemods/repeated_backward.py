@@ -33,7 +33,9 @@ computed_loss.backward(retain_graph=True)
 computed_loss.backward()
 ```
 After an accumulation loop, delete the extra call: the loop already accumulated every
-micro-batch's gradients.
+micro-batch's gradients. When an optimizer step runs between the two calls, the later call is a
+leftover (`retain_graph=True` would only trade the error for "modified by an inplace
+operation", the step having changed saved parameters): the fix deletes it.
 
 Left alone: a loss recomputed between the calls, a first call that already passes
 `retain_graph=True`, `create_graph=True` (higher-order gradients), values whose graph may save
@@ -45,7 +47,8 @@ When the first call is `torch.autograd.grad` (a gradient norm, a penalty compute
 the later backward computes exactly what it was written to. Otherwise unsafe, and the user decides. `retain_graph=True` makes the program run as written: the repeated
 call adds the loss's gradients a second time (they double), which is rarely intended. Deleting
 the call after an accumulation loop changes the gradients of the parameters the last micro-batch
-reaches: they no longer receive that micro-batch's gradient twice.
+reaches: they no longer receive that micro-batch's gradient twice. Deleting a call after a step
+leaves `.grad` holding the gradients of the first call only.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
@@ -90,6 +93,8 @@ class RepeatedBackward(Rule):
                     if runs_after_in_same_pass(ctx, scope, stmt, later_stmt) and same_value(ctx, scope, call, later):
                         if call in helpers:
                             yield self._retain_in_helper(ctx, call, helpers[call], later)
+                        elif later not in helpers and _step_between(ctx, scope, stmt, later_stmt):
+                            yield self._delete_after_step(ctx, call, later)
                         elif later not in helpers:
                             yield self._retain(ctx, call, later)
                         break
@@ -135,6 +140,22 @@ class RepeatedBackward(Rule):
             title=f"Pass retain_graph=True in `{helper}`",
         )
 
+    def _delete_after_step(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
+        name = ctx.text(call.target)
+        stmt = ctx.statement_of(later.node)
+        own = isinstance(stmt, ast.Expr) and stmt.value is later.node and ctx.is_own_line(stmt)
+        edits = [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), "")] if own else []
+        return self.diagnostic(
+            ctx,
+            later.node,
+            f"`{name}` was already backpropagated on line {call.node.lineno} and an optimizer step ran since: this "
+            f"call walks the freed graph again and raises 'backward through the graph a second time' (with "
+            f"retain_graph=True it would meet the parameters the step changed in place). Delete it",
+            edits,
+            Applicability.UNSAFE,
+            title=f"Delete the extra `{name}` backward",
+        )
+
     def _delete(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
         name = ctx.text(call.target)
         stmt = ctx.statement_of(later.node)
@@ -176,6 +197,14 @@ def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, Back
             if index < len(node.args) and isinstance(node.args[index], ast.Name):
                 found[BackwardCall(node, node.args[index], "helper")] = inner
     return found
+
+
+def _step_between(ctx: FileContext, scope: Scope, first: ast.stmt, second: ast.stmt) -> bool:
+    """An optimizer step runs between the two statements (same pass, source order)."""
+    start, end = (first.end_lineno, first.end_col_offset), (second.lineno, second.col_offset)
+    return any(
+        o.kind == "step" and start <= (o.node.lineno, o.node.col_offset) < end for o in optimizer_calls(ctx, scope)
+    )
 
 
 def _saves(ctx: FileContext, scope, call: BackwardCall) -> bool:
