@@ -1,9 +1,9 @@
 """## What it does
 Finds `optimizer.zero_grad()` (or `model.zero_grad()` on a model whose parameters the optimizer
-updates) that runs after `loss.backward()` and before that optimizer's `step()`, in the same
-straight-line block; and gradient accumulation whose `zero_grad()` runs every batch while the
-`step()` runs only under `if (i + 1) % k == 0:`, so each batch's zero_grad lands between the
-previous backward and the step.
+updates) that runs after `loss.backward()` (or Lightning's `self.manual_backward(loss)`) and
+before that optimizer's `step()`, in the same straight-line block; and gradient accumulation
+whose `zero_grad()` runs every batch while the `step()` runs only under `if (i + 1) % k == 0:`,
+so each batch's zero_grad lands between the previous backward and the step.
 
 ## Why is this bad?
 `backward()` fills `.grad`, `zero_grad()` clears it again, and `step()` then sees no gradients:
@@ -30,8 +30,8 @@ for inputs, targets in loader:
 ```
 The fix moves the `zero_grad()` line (with its comments) to the start of the iteration's
 forward pass: the top of the block, or just after the previous optimizer step or zero_grad in it
-(so a GAN's discriminator update keeps its own order), and before every backward whose gradients
-the step should use. In the accumulation form it moves the `zero_grad()` to just after the
+(so a GAN's discriminator update keeps its own order, and after `opt = self.optimizers()`), and
+before every backward whose gradients the step should use. In the accumulation form it moves the `zero_grad()` to just after the
 guarded `step()`. Left alone: a step guarded by any other condition (`if torch.isfinite(loss):`),
 and `accelerator.backward` (its wrapped optimizer skips zero_grad while accumulating).
 
@@ -147,7 +147,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             f"`{zero_text}` runs after `{ctx.text(backward.call)}` and before `{step_text}`: the step sees no "
             f"gradients and the parameters do not learn; zero the gradients before the forward pass"
         )
-        target = _insertion_index(ctx, block, events, backward, objects)
+        target = _insertion_index(ctx, block, events, backward, objects, zero.owner)
         owner = ctx.parent(statement)
         edits: list[Edit] = []
         if target is not None and movable(ctx, statement, owner) and movable(ctx, block[target], owner):
@@ -157,6 +157,11 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         return self.diagnostic(
             ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` before the forward pass"
         )
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+    return any(isinstance(node, ast.Name) and node.id == name for target in targets for node in ast.walk(target))
 
 
 def _fills_grads_now(backward: Event) -> bool:
@@ -218,14 +223,16 @@ def _previous_backward(events: list[Event], zero: Event, step: Optional[Event]) 
     for event in events:
         if event.index >= zero.index:
             break
-        if event.kind == "backward" and not event.conditional and event.spelling != "owner":
+        if event.kind == "backward" and not event.conditional and _fills_grads_now(event):
             found = event
         elif event.kind == "step" and event.owner == step.owner:
             found = None
     return found
 
 
-def _insertion_index(ctx: FileContext, block: list[ast.stmt], events: list[Event], backward: Event, objects: set) -> Optional[int]:
+def _insertion_index(
+    ctx: FileContext, block: list[ast.stmt], events: list[Event], backward: Event, objects: set, owner: str
+) -> Optional[int]:
     """Where the iteration's forward pass starts: walk up from the backward over statements without
     protocol events (and over earlier plain backward calls, whose gradients the step also uses);
     stop after a step or zero_grad. None when an earlier conditional backward makes it unclear."""
@@ -236,6 +243,8 @@ def _insertion_index(ctx: FileContext, block: list[ast.stmt], events: list[Event
             return None
         if any(e.kind != "backward" for e in above) or touches_grads(ctx, block[index - 1], objects):
             break
+        if _binds(block[index - 1], owner.split(".", 1)[0]):
+            break  # ``opt = self.optimizers()``: the zero_grad goes after the optimizer exists
         index -= 1
     if index == 0 and is_docstring(block[0]) and len(block) > 1:
         index = 1
