@@ -1,7 +1,10 @@
 """## What it does
 Finds an `nn.Module` whose `forward` stores a graph-carrying tensor on `self` (`self.prev = out`,
 `self.running = self.running * m + h.mean(0)` on a plain attribute or a buffer, with gradient
-recording on) and reads it again in the next call.
+recording on) and reads it again in the next call. A value computed with torch operations from an
+argument counts as graph-carrying when every call of the method in the file passes one
+(`self._update_memory(self.k(x), v)`, `lif(fc(x))`); an argument used only for its shape, dtype or
+device (`cache.type_as(x)`) does not.
 
 ## Why is this bad?
 The stored tensor keeps the autograd graph of the call that made it. When the next call feeds it
@@ -51,7 +54,7 @@ from typing import Iterator
 
 from fixer.analysis.carried_shape import class_init_values, shape_of
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module
+from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module, stores_graph
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -97,7 +100,7 @@ def _detach_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
     parts = value.elts if isinstance(value, ast.Tuple) else [value]
     edits = []
     for part in parts:
-        if graph.kind(part, state.store) != Kind.GRAPH:
+        if graph.kind(part, state.store) != Kind.GRAPH and not stores_graph(ctx, state.method, state.methods, part, state.store):
             continue
         text = ctx.text(part)
         start, end = ctx.span(part)

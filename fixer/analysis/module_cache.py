@@ -45,6 +45,7 @@ class CachedState:
     read_elsewhere: bool  # another method reads it too (it may hand the tensor to a loss)
     read_after_store: bool  # read again in the same call after the store
     previous_reads: tuple[ast.expr, ...] = ()  # reads seeing the previous call's value that feed a value
+    methods: tuple[Scope, ...] = ()  # every method of the class
 
 
 FORWARD_DEF = re.compile(rb"^([ \t]*)def forward\b", re.M)
@@ -123,7 +124,7 @@ def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list
         if not name.startswith(prefix) or name.count(".") != 1:
             continue
         attr = name[len(prefix) :]
-        stores = [(s, v) for s, v in defs if isinstance(s, ast.Assign) and v is not None and graph.kind(v, s) == Kind.GRAPH]
+        stores = [(s, v) for s, v in defs if isinstance(s, ast.Assign) and v is not None and stores_graph(ctx, method, methods, v, s)]
         stores = [(s, v) for s, v in stores if not _eval_only(ctx, s, method)]
         if not stores or _managed(ctx, methods, path, attr):
             continue
@@ -139,7 +140,7 @@ def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list
         later = [r for r in _reads(method, name) if position(r) > position(store) and not contains(store, r)]
         elsewhere = any(_reads(m, f"{m.self_name}.{attr}") for m in methods if m is not method)
         feeding = tuple(r for r in reads if any(f.reaches(r) for f in outputs + updates))
-        yield CachedState(method, attr, store, read, to_output is None and not elsewhere, elsewhere, bool(later), feeding)
+        yield CachedState(method, attr, store, read, to_output is None and not elsewhere, elsewhere, bool(later), feeding, tuple(methods))
 
 
 def _reads(method: Scope, name: str) -> list[ast.expr]:
@@ -201,3 +202,100 @@ def _eval_only(ctx: FileContext, node: ast.AST, method: Scope) -> bool:
                 return True
         child = parent
     return False
+
+
+SAFE_METHODS = frozenset({"item", "tolist", "numpy", "detach", "detach_", "cpu", "data"})
+
+
+def stores_graph(ctx: FileContext, method: Scope, methods: list[Scope], value: ast.expr, stmt: ast.AST) -> bool:
+    """The stored value carries a graph: by the graph analysis, or because it is computed with
+    torch operations from a parameter of the method that every call in this file passes a
+    graph-carrying value (``self._update_memory(self.k(x), v)``, ``lif(fc(x))``)."""
+    graph = facts(ctx, method)
+    kind = graph.kind(value, stmt)
+    if kind == Kind.GRAPH:
+        return True
+    if kind != Kind.UNKNOWN:
+        return False
+    live, sources, pending = set(), [], [value]
+    while pending:
+        expr = pending.pop()
+        sources.append(expr)
+        for name in _data_names(expr) - live:
+            live.add(name)
+            pending += [v for s, v in graph.assignments.get(name, []) if v is not None and isinstance(s, ast.Assign)]
+    helpers = {m.node.name for m in methods}
+    for source in sources:
+        for node in ast.walk(source):
+            if isinstance(node, ast.Call) and not _tensor_op(ctx, node, method.self_name, helpers):
+                return False
+    params = [a.arg for a in method.node.args.posonlyargs + method.node.args.args][1:]
+    return any(name in live and _graph_argument(ctx, method, methods, i, name) for i, name in enumerate(params))
+
+
+METADATA = frozenset({"size", "shape", "dtype", "device", "dim", "ndim", "numel", "is_cuda", "requires_grad", "layout"})
+LIKE = frozenset({"type_as", "to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "expand_as", "view_as", "reshape_as"})
+
+
+def _data_names(expr: ast.expr) -> set[str]:
+    """Names whose values flow into ``expr`` as data: not through metadata (``x.size(1)``,
+    ``x.device``) nor as the template of ``t.type_as(x)`` / ``t.to(x.dtype)``."""
+    parents = {id(child): node for node in ast.walk(expr) for child in ast.iter_child_nodes(node)}
+    found = set()
+    for node in ast.walk(expr):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in METADATA:
+            continue
+        if isinstance(parent, ast.Call) and node is not parent.func and isinstance(parent.func, ast.Attribute) and parent.func.attr in LIKE:
+            continue
+        if isinstance(parent, ast.keyword) and parent.arg in ("device", "dtype"):
+            continue
+        found.add(node.id)
+    return found
+
+
+def _tensor_op(ctx: FileContext, call: ast.Call, self_name: str, helpers: set[str]) -> bool:
+    """A torch function, a tensor method or a submodule call: none of them drops the graph (a
+    helper method of the class might: unknown)."""
+    from fixer.analysis.names import qualified
+
+    name = qualified(ctx, call.func) or ""
+    if name.startswith("torch."):
+        return True
+    if isinstance(call.func, ast.Attribute):
+        if dotted(call.func.value) == self_name and call.func.attr in helpers:
+            return False
+        return call.func.attr not in SAFE_METHODS
+    return False
+
+
+def _graph_argument(ctx: FileContext, method: Scope, methods: list[Scope], index: int, name: str) -> bool:
+    """Every call of ``method`` found in this file passes a graph-carrying value at ``index``."""
+    calls = []
+    if method.node.name == "forward":
+        instances = {
+            dotted(t)
+            for a in statement_index(ctx).assigns
+            if isinstance(a.value, ast.Call) and dotted(a.value.func) == method.class_node.name
+            for t in a.targets
+        }
+        for scope in scopes(ctx):
+            calls += [(scope, n) for n in scope_nodes(scope) if isinstance(n, ast.Call) and dotted(n.func) in instances]
+    else:
+        for caller in methods:
+            calls += [
+                (caller, n)
+                for n in scope_nodes(caller)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method.node.name
+                and dotted(n.func.value) == caller.self_name
+            ]
+    if not calls:
+        return False
+    for scope, call in calls:
+        args = {k.arg: k.value for k in call.keywords}
+        arg = call.args[index] if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args) else args.get(name)
+        if arg is None or facts(ctx, scope).kind(arg, ctx.statement_of(call)) != Kind.GRAPH:
+            return False
+    return True
