@@ -27,8 +27,11 @@ for inputs, targets in loader:
 The rule stays silent when a later `backward`/`autograd.grad` may walk any part of the same graph
 (two losses on a shared trunk, a sub-graph built before the loop), with `create_graph`, when the
 value is not the constant `True`, when the graph comes from a parameter or attribute (the caller
-may backpropagate again; a parameter counts as data when it is named like a batch or when every
-call of the function in this file passes a value without a graph) or leaves the function (returned, stored on an object, passed to an
+may backpropagate again; a parameter counts as data when it is named like a batch, an input or
+a transition (`batch`, `x`, `states`, `obs`, `rewards`, `dones`) or when every call of the
+function in this file passes a value without a graph, unless a call of this file passes it a
+graph; `self.gamma` counts as a number when the class only ever assigns it numbers) or leaves the
+function (returned, stored on an object, passed to an
 unknown function after the call), and when a graph carried across loop iterations is the reason
 for the keyword (GF101 `graph-carried-across-iterations` reports that cause).
 

@@ -19,8 +19,8 @@ from typing import Optional
 
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts, module_names
 from fixer.analysis.names import dotted, import_aliases, qualified
-from fixer.analysis.retained_callers import callers_pass_data
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, statement_index, under_no_grad
+from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
 DETACHING = frozenset(
@@ -44,8 +44,11 @@ MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft
 # parameters that by convention hold a data batch, not a graph
 DATA_PARAMETER = re.compile(
     r"^(batch|batch_idx|batch_nb|dataloader_idx|data|inputs|input|targets|target|labels|label|images|imgs|samples|"
-    r"sample|obs|observations|\w+_batch|batch_\w+)$"
+    r"sample|obs|observations|\w+_batch|batch_\w+|x|xs|states?|next_states?|next_obs|observation|next_observations?|"
+    r"image|img)$"
 )
+# a transition's reward and termination signals: data however they are used
+TRANSITION_PARAMETER = re.compile(r"^(actions?|rewards?|dones?|terminals?|is_terminals?|not_dones?|masks?)$")
 DATA_SOURCE = re.compile(r"loader|data|batch|sampler|iter|split|episode|task|env", re.IGNORECASE)
 # ``model_input``, ``net_out``: named after a model, holding a tensor
 TENSOR_NAME = re.compile(r"(input|output|out|pred|logit|loss|feat|feature|hidden|state|emb|grad|score|prob)s?$", re.IGNORECASE)
@@ -189,14 +192,17 @@ class GraphSources:
         """A name with no assignment reaching ``at`` in this scope."""
         root = name.split(".")[0]
         if "." in name:
+            if root == self.scope.self_name and name.count(".") == 1 and _plain_attribute(self.ctx, self.scope, name):
+                return  # self.gamma: a number set in the class
             if root == self.scope.self_name or root in _parameters(self.scope) or root not in self.graph.assignments:
                 out.unknown = True  # self.cache, obj.hidden: set somewhere we cannot see
             else:
                 self._visit(expr.value, at, through_call, back, out, seen, bound)
         elif name in _parameters(self.scope):
-            if not (
+            if callers_pass_graph(self.ctx, self.scope, name) or not (
                 _plain_parameter(self.scope, name)
                 or (through_call and DATA_PARAMETER.match(name))
+                or TRANSITION_PARAMETER.match(name)
                 or callers_pass_data(self.ctx, self.scope, name)
             ):
                 out.unknown = True  # the caller's graph: it may backpropagate through it again
@@ -339,6 +345,34 @@ def _plain_parameter(scope: Scope, name: str) -> bool:
             return True
     default = defaults.get(name)
     return isinstance(default, ast.Constant) and isinstance(default.value, (int, float, str)) and default.value is not True
+
+
+def _plain_attribute(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """``self.gamma`` only ever assigned (in the class's methods) a number, a number-valued
+    parameter or a configuration value (``args.gamma``)."""
+    attribute = name.split(".")[1]
+    values = []
+    for method in scopes(ctx):
+        if method.class_node is not scope.class_node or method.self_name is None:
+            continue
+        for node in scope_nodes(method):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                for element in ast.walk(target):
+                    if isinstance(element, ast.Attribute) and element.attr == attribute and dotted(element.value) == method.self_name:
+                        values.append((method, node.value))
+    return bool(values) and all(_plain_value(method, value) for method, value in values)
+
+
+def _plain_value(method: Scope, value: Optional[ast.expr]) -> bool:
+    if isinstance(value, ast.UnaryOp):
+        value = value.operand
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+    if isinstance(value, ast.Name):
+        return value.id in _parameters(method) and _plain_parameter(method, value.id)
+    name = dotted(value) if isinstance(value, ast.Attribute) else None
+    return bool(name) and name.split(".")[0] in _parameters(method) and name.split(".")[0] != method.self_name
 
 
 def _definitions(ctx: FileContext) -> set[str]:

@@ -19,25 +19,40 @@ from fixer.context import FileContext
 
 
 def callers_pass_data(ctx: FileContext, scope: Scope, name: str) -> bool:
+    return _callers(ctx, scope, name) == "data"
+
+
+def callers_pass_graph(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """Some call in this file gives the parameter a value that certainly carries a graph."""
+    return _callers(ctx, scope, name) == "graph"
+
+
+def _callers(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
+    """"data" when every call of this file passes a value without a graph, "graph" when one
+    passes a graph, None when unknown."""
+    return ctx.memo(("retained_callers", id(scope.node), name), lambda: _verdict(ctx, scope, name))
+
+
+def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
     node = scope.node
-    if isinstance(node, ast.Module) or node.decorator_list:
-        return False
+    if isinstance(node, ast.Module):
+        return None
     if not re.search(r"\b%s\b" % re.escape(node.name), ctx.source[: ctx.offset(node.lineno, 0)] + _after(ctx, node)):
-        return False  # not mentioned outside its own definition: no caller in this file
+        return None  # not mentioned outside its own definition: no caller in this file
     position = _position(scope, name)
     if position is None:
-        return False
-    found = False
+        return None
+    kinds = []
     for caller, call in _call_sites(ctx, scope):
-        if call is None:
-            return False  # the function is used as a value: unseen callers
-        argument = _argument(call, name, position)
-        if argument is _STARRED:
-            return False
-        if argument is not None and facts(ctx, caller).kind(argument, call) not in (Kind.NONE, Kind.LEAF):
-            return False
-        found = True
-    return found
+        argument = _argument(call, name, position) if call is not None else _STARRED
+        if argument is None:
+            continue  # the default value
+        kinds.append(Kind.UNKNOWN if argument is _STARRED else facts(ctx, caller).kind(argument, call))
+    if Kind.GRAPH in kinds:
+        return "graph"
+    if kinds and not node.decorator_list and all(k in (Kind.NONE, Kind.LEAF) for k in kinds):
+        return "data"
+    return None
 
 
 _STARRED = ast.Starred()
