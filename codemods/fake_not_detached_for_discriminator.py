@@ -9,7 +9,10 @@ optimizer's step, the second result reaching a later backward call followed by a
 optimizer's step; the first optimizer is built from that callable's parameters (or, when that is
 not visible, the first step also applies the callable to something else, the real batch).
 
-Also the reverse order: the generator step backpropagates through `D(fake)` first and steps,
+The discriminator steps may run in a loop of their own (`for _ in range(n_critic):`) on a fake
+built before it, with the generator step after that loop (GF102 leaves that loop to this rule:
+recomputing the fake in it would not help the generator step). Also the reverse order: the
+generator step backpropagates through `D(fake)` first and steps,
 then the discriminator step applies `D` to the same `fake` undetached (common when the
 generator is updated several times per discriminator step).
 
@@ -256,14 +259,17 @@ def _is_discriminator_owner(ctx: FileContext, d: MappedUse, event: Event, step: 
 
 def _pairs(ctx: FileContext, scope: Scope, calls: list[BackwardCall]) -> Iterator[tuple[BackwardCall, BackwardCall]]:
     """(discriminator backward, generator backward) candidates: the second runs after the first in
-    the same pass, in the same loop."""
+    the same pass, in the same loop, or after the loop of discriminator steps around the first."""
     for index, first in enumerate(calls):
         if first.keyword("create_graph") is not None:
             continue
         for second in calls[index + 1 :]:
             one, two = ctx.statement_of(first.node), ctx.statement_of(second.node)
-            if innermost_loop(ctx, one, scope.node) is innermost_loop(ctx, two, scope.node) and runs_after_in_same_pass(ctx, scope, one, two):
+            loop = innermost_loop(ctx, two, scope.node)
+            if innermost_loop(ctx, one, scope.node) is loop and runs_after_in_same_pass(ctx, scope, one, two):
                 yield first, second
+            elif (loop is None or any(p is loop for p in ctx.ancestors(one))) and runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
+                yield first, second  # discriminator steps in a loop of their own (n_critic), then the generator step
 
 
 def _discriminator_uses(

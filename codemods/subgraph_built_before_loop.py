@@ -97,7 +97,8 @@ class SubgraphBuiltBeforeLoop(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
             for finding in self._findings(ctx, scope):
-                yield self._report(ctx, scope, finding)
+                if not _gan_step_in(ctx, finding.loop):
+                    yield self._report(ctx, scope, finding)
 
     def _findings(self, ctx: FileContext, scope: Scope) -> list[Finding]:
         calls = backward_calls(ctx, scope)
@@ -152,6 +153,15 @@ class SubgraphBuiltBeforeLoop(Rule):
                 return self.diagnostic(ctx, stmt, f"{message}; keep it with `retain_graph=True`", edits,
                                        Applicability.UNSAFE, title="Pass `retain_graph=True` to the loop's backward")
         return self.diagnostic(ctx, stmt, f"{message}; compute `{name}` inside the loop")
+
+
+def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
+    """GF103 names the cause here: the loop's steps are discriminator steps on an undetached fake
+    built before it (n_critic steps); recomputing the fake would not help the generator step."""
+    from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
+
+    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    return any(loop.lineno <= line <= loop.end_lineno for line in lines)
 
 
 def _body_nodes(ctx: FileContext, loop: ast.AST) -> list[ast.AST]:
