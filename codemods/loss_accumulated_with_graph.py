@@ -1,6 +1,7 @@
 """## What it does
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
-`total = total + loss`, `losses.append(loss)`, `self.total += loss`, an average meter's
+`total = total + loss`, `losses.append(loss)`, `preds.extend(out)`,
+`preds = torch.cat((preds, out))`, `self.total += loss`, an average meter's
 `loss_meter.update(loss, n)` or `meters["loss"].update(loss, n)`, a record
 `history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method of this file
 returns the loss it backpropagated) in a training loop that
@@ -56,6 +57,7 @@ from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
 METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
+CONCATENATE = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack", "torch.row_stack"})
 METERS_NAME = re.compile(r"(meter|averager)s$", re.IGNORECASE)  # a dict of meters
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -170,9 +172,17 @@ def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional
         if name and dotted(node.value.right) == name:
             return node, name, node.value.left
         return None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+        call, name = node.value, dotted(node.targets[0])  # preds = torch.cat((preds, output), 0)
+        if name and dotted(call.func) in CONCATENATE and call.args and isinstance(call.args[0], (ast.Tuple, ast.List)):
+            elements = call.args[0].elts
+            if len(elements) == 2 and name in [dotted(e) for e in elements]:
+                other = [e for e in elements if dotted(e) != name]
+                return (node, name, other[0]) if len(other) == 1 else None
+        return None
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         call = node.value
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "append" and len(call.args) == 1 and not call.keywords:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend") and len(call.args) == 1 and not call.keywords:
             base = call.func.value
             while isinstance(base, ast.Subscript):  # history["loss"].append(loss)
                 base = base.value
