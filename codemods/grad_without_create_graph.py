@@ -2,7 +2,9 @@
 Finds `torch.autograd.grad(...)` called without `create_graph=True` whose result then flows into
 a loss that is backpropagated, or into another `torch.autograd.grad`: a gradient penalty
 (WGAN-GP, R1, input-gradient regularisation), the inner step of second-order MAML, a
-Hessian-vector product. The gradients are followed through assignments, loops over them,
+Hessian-vector product. Also `loss.backward()` without `create_graph=True` whose `x.grad` is
+reduced to a penalty (`x.grad.pow(2).sum()`) that a later backward backpropagates (double
+backpropagation). The gradients are followed through assignments, loops over them,
 lists they are appended to, and helper functions or methods (`self.net_f(x)`) that return them.
 
 ## Why is this bad?
@@ -32,7 +34,7 @@ first_order` is a deliberate first-order choice), code that mentions first-order
 through `.detach()`, `.item()`, `.sign()` (adversarial steps), updates under `torch.no_grad()`,
 and steps that move the very input they differentiate against when it was made a fresh leaf
 (`x_adv = x_adv + alpha * grad` after `x_adv = x.clone().requires_grad_()`: an L2 PGD attack or
-a Langevin sampling step).
+a Langevin sampling step); an `x.grad` read combined with `x` itself (`x + eps * x.grad`).
 
 ## Fix safety
 Unsafe: the gradients change, which is the point. The outer backward now includes the derivative
@@ -56,6 +58,7 @@ from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 MAX_DEPTH = 2
 COLLECTING_METHODS = ("append", "extend", "insert")
+PENALTY = re.compile(r"\.(norm|pow|square|sum|mean|abs)\(|\*\*\s*2|torch\.(norm|sum|mean|square)\(")
 FIRST_ORDER = re.compile(r"first[_ -]?order|fomaml|reptile", re.IGNORECASE)
 
 
@@ -77,6 +80,31 @@ class GradWithoutCreateGraph(Rule):
                 consumer = _consumer(ctx, scope, call.node)
                 if consumer is not None:
                     yield self._report(ctx, call, consumer)
+            yield from self._check_grad_reads(ctx, scope)
+
+    def _check_grad_reads(self, ctx: FileContext, scope: Scope) -> Iterator[Diagnostic]:
+        """``loss.backward()`` then a penalty built from ``x.grad`` (``x.grad.pow(2).sum()``) that a
+        later backward backpropagates: double backpropagation that needs ``create_graph=True``."""
+        calls = [c for c in backward_calls(ctx, scope) if c.kind != "owner"]
+        if len(calls) < 2 or ctx.mentions(scope.node, FIRST_ORDER):
+            return
+        reported: set[int] = set()
+        for node in scope_nodes(scope):
+            if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load)):
+                continue
+            previous = [c for c in calls if _before(c.node, node)]
+            backward = previous[-1] if previous else None
+            if backward is None or backward.kind == "autograd.grad" or id(backward.node) in reported:
+                continue
+            if backward.keyword("create_graph") is not None or under_no_grad(ctx, node):
+                continue
+            if not _penalty_shaped(ctx, node):
+                continue
+            stmt = ctx.statement_of(node)
+            consumer = _follow(ctx, scope, stmt, node, _targets(stmt), 0)
+            if consumer is not None and consumer.node is not backward.node:
+                reported.add(id(backward.node))
+                yield self._report(ctx, backward, consumer)
 
     def _report(self, ctx: FileContext, call: BackwardCall, consumer: BackwardCall) -> Diagnostic:
         retain = call.keyword("retain_graph")
@@ -90,7 +118,8 @@ class GradWithoutCreateGraph(Rule):
         return self.diagnostic(
             ctx,
             call.node,
-            f"the gradients of this autograd.grad reach `{ctx.text(consumer.target)}`, backpropagated on line "
+            f"the gradients {'of this autograd.grad' if call.kind == 'autograd.grad' else 'this backward writes to .grad'} "
+            f"reach `{ctx.text(consumer.target)}`, backpropagated on line "
             f"{consumer.node.lineno}, but without create_graph=True they are constants: the outer gradient misses "
             f"their derivative (the penalty or second-order term). Pass create_graph=True",
             edits,
@@ -113,6 +142,12 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
         if later.node is not source and not _before(later.node, source) and any(node is source for node in flowing_nodes(ctx, later.target)):
             return later  # (... autograd.grad(...) ...).backward()
     derived: set[str] = _collected_into(stmt) if isinstance(stmt, ast.Expr) else _targets(stmt)
+    return _follow(ctx, scope, stmt, source, derived, depth)
+
+
+def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, derived: set[str], depth: int) -> Optional[BackwardCall]:
+    """The first backward after ``stmt`` whose target derives from the names in ``derived``."""
+    calls = backward_calls(ctx, scope)
     consumers = {id(c.node): c for c in calls if c.node is not source and _before(source, c.node)}
     for node in (n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and _before(stmt, n)):
         for backward in _backward_calls_in(node, consumers):
@@ -131,6 +166,20 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
         elif not isinstance(node, ast.AugAssign):
             derived -= names
     return None
+
+
+def _penalty_shaped(ctx: FileContext, read: ast.Attribute) -> bool:
+    """The statement reading ``x.grad`` reduces it to a penalty (a norm, square, sum or mean) and
+    does not combine it with ``x`` itself (``x + eps * x.grad.sign()`` is an attack step)."""
+    stmt = ctx.statement_of(read)
+    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or stmt.value is None:
+        return False
+    owner = dotted(read.value)
+    uses_owner = any(
+        isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == owner and not (isinstance(ctx.parent(n), ast.Attribute) and ctx.parent(n).attr == "grad")
+        for n in ast.walk(stmt.value)
+    )
+    return not uses_owner and bool(PENALTY.search(ctx.text(stmt.value)))
 
 
 def _steps_a_fresh_input(ctx: FileContext, scope: Scope, call: BackwardCall) -> bool:
