@@ -120,7 +120,8 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
                 yield found
         if it.per_call:
             own = _container_stores(ctx, graph, body_nodes)
-            for name, stores in sorted(_method_stores(ctx, scope).items()):
+            wanted = {n.split(".", 1)[1] for n in feeding.live if n.startswith(f"{scope.self_name}.") and n.count(".") == 1 and n not in own}
+            for name, stores in sorted(_method_stores(ctx, scope, wanted).items()):
                 if name in own or managed_elsewhere(ctx, scope, name):
                     continue
                 found = _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
@@ -128,17 +129,29 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
                     yield dataclasses.replace(found, read_after_store=True, stored_elsewhere=True)
 
 
-def _method_stores(ctx: FileContext, scope: Scope) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
+def _method_stores(ctx: FileContext, scope: Scope, wanted: set[str]) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
     """``self.log_probs.append(dist.log_prob(a))`` in other methods of the class (an agent's
-    ``act``), keyed with ``scope``'s own name for ``self``."""
+    ``act``) for the ``wanted`` attributes this method reads into its loss, keyed with ``scope``'s
+    own name for ``self``."""
     found: dict[str, list[tuple[ast.stmt, ast.expr]]] = {}
+    if not wanted:
+        return found
     for other in scopes(ctx):
         if other.class_node is None or other.class_node is not scope.class_node or other is scope or not other.self_name:
             continue
-        prefix = f"{other.self_name}."
-        for name, stores in _container_stores(ctx, facts(ctx, other), scope_nodes(other)).items():
-            if name.startswith(prefix) and name.count(".") == 1:
-                found.setdefault(f"{scope.self_name}.{name[len(prefix):]}", []).extend(stores)
+        calls = [
+            n
+            for n in scope_nodes(other)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in CONTAINER_STORES and n.args
+            and isinstance(n.func.value, ast.Attribute) and n.func.value.attr in wanted and dotted(n.func.value.value) == other.self_name
+        ]
+        if not calls:
+            continue
+        graph = facts(ctx, other)
+        for call in calls:
+            stmt = ctx.statement_of(call)
+            if carries_graph(ctx, graph, call.args[-1], stmt):
+                found.setdefault(f"{scope.self_name}.{call.func.value.attr}", []).append((stmt, call.args[-1]))
     return found
 
 
