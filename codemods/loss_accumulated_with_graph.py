@@ -58,6 +58,7 @@ from fixer.rule import Diagnostic, Edit, Rule
 
 METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
 CONCATENATE = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack", "torch.row_stack"})
+CONCATENATE_NAMES = frozenset(name.split(".")[1] for name in CONCATENATE)
 METERS_NAME = re.compile(r"(meter|averager)s$", re.IGNORECASE)  # a dict of meters
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -89,15 +90,20 @@ class LossAccumulatedWithGraph(Rule):
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
             iteration = _iteration(ctx, scope, stmt)
-            evaluation = not backpropagates_in(ctx, scope, iteration) and not _calls_training_method(ctx, scope, graph, iteration)
-            if evaluation and not _evaluation_loop(ctx, scope, graph, stmt, accumulator):
+            if backpropagates_in(ctx, scope, iteration):
+                evaluation = False
+            elif _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
+                evaluation = True
+            elif _calls_training_method(ctx, scope, graph, iteration):
+                evaluation = False
+            else:
                 continue  # not a loop that backpropagates every iteration, nor an evaluation loop of a training function
-            if _reaches_backward(ctx, scope, graph, accumulator):
-                continue
             record = _logged_record(ctx, scope, graph, value, stmt)
             if record is not None:  # history.append({"loss": loss, ...})
                 parts = [v for v in record.values if graph.carries_graph(v, stmt)]
                 if not parts or any(isinstance(v, ast.Name) and graph.sometimes_detached(v.id, stmt) for v in parts):
+                    continue
+                if _reaches_backward(ctx, scope, graph, accumulator):
                     continue
                 edits = [Edit(*ctx.span(p), _detached(ctx, p, "detach")) for p in parts]
                 names = ", ".join(f"`{ctx.text(p)}`" for p in parts)
@@ -113,7 +119,7 @@ class LossAccumulatedWithGraph(Rule):
             part = _graph_part(graph, value, stmt)
             if part is None and _returns_backpropagated(ctx, scope, graph, value):
                 part = value  # losses.append(agent.update(batch)): the method returns the loss it backpropagated
-            if part is None:
+            if part is None or _reaches_backward(ctx, scope, graph, accumulator):
                 continue
             numeric = _is_meter_update(node) or _numeric_use(ctx, scope, graph, accumulator, node)
             method = "item" if _scalar_loss(ctx, scope, part) and numeric and not evaluation else "detach"
@@ -172,9 +178,9 @@ def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional
         if name and dotted(node.value.right) == name:
             return node, name, node.value.left
         return None
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") in CONCATENATE_NAMES:
         call, name = node.value, dotted(node.targets[0])  # preds = torch.cat((preds, output), 0)
-        if name and dotted(call.func) in CONCATENATE and call.args and isinstance(call.args[0], (ast.Tuple, ast.List)):
+        if name and len(node.targets) == 1 and dotted(call.func) in CONCATENATE and call.args and isinstance(call.args[0], (ast.Tuple, ast.List)):
             elements = call.args[0].elts
             if len(elements) == 2 and name in [dotted(e) for e in elements]:
                 other = [e for e in elements if dotted(e) != name]
@@ -329,7 +335,7 @@ TERMINAL_CALLS = frozenset({"print", "float", "round", "str", "format", "len", "
 TERMINAL_METHODS = frozenset({"item", "tolist", "numpy", "log", "info", "debug", "add_scalar", "add_scalars", "set_postfix", "set_description", "write", "format", "append"})
 
 
-def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str) -> bool:
+def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str, value: ast.expr) -> bool:
     """``val_loss += loss`` in a loop that does not backpropagate, in a function whose own backward
     proves gradients are recorded (and that never changes the grad mode), when the total is a local
     that is only printed, logged or turned into a number: each batch's graph lives until the loop ends."""
@@ -339,6 +345,8 @@ def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: as
         return False
     if not any(not under_no_grad(ctx, call.node) for call in backward_calls(ctx, scope)):
         return False  # nothing shows that this function runs with gradients on
+    if not graph.carries_graph(value, stmt):
+        return False
     if ctx.mentions(scope.node, GRAD_MODE_TEXT) and any(
         GRAD_MODE_TEXT.fullmatch(getattr(n, "attr", None) or getattr(n, "id", "") or "") for n in scope_nodes(scope)
     ):
@@ -397,6 +405,9 @@ def _instance_method(ctx: FileContext, scope: Scope, graph: GraphFacts, func: as
 
 
 def _calls_training_method(ctx: FileContext, scope: Scope, graph: GraphFacts, region: ast.AST) -> bool:
+    methods = _training_methods(ctx)
+    if not methods or not ctx.mentions(region, _method_call_text(ctx, methods)):
+        return False
     nodes = scope_nodes(scope) if region is scope.node else ast.walk(region)
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _training_methods(ctx):
@@ -408,9 +419,15 @@ def _calls_training_method(ctx: FileContext, scope: Scope, graph: GraphFacts, re
 
 def _training_methods(ctx: FileContext) -> set[str]:
     def compute() -> set[str]:
+        if not BACKWARD_TEXT.search(ctx.source):
+            return set()
         return {s.node.name for s in scopes(ctx) if s.class_node is not None and backward_calls(ctx, s)}
 
     return ctx.memo("gf301_training_methods", compute)
+
+
+def _method_call_text(ctx: FileContext, methods: set[str]) -> "re.Pattern[str]":
+    return ctx.memo("gf301_method_call_text", lambda: re.compile(r"\.(?:%s)\s*\(" % "|".join(map(re.escape, sorted(methods)))))
 
 
 def _returns_backpropagated(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast.expr) -> bool:
