@@ -68,7 +68,9 @@ def derived_names(ctx: FileContext, graph: GraphFacts, seeds: set[str], nodes: I
         changed = False
         for stmt in statements:
             value = stmt.value
-            if value is None or not (flowing_names(ctx, value) & derived) or under_no_grad(ctx, stmt):
+            if value is None or not (names_in(value) & derived) or not (flowing_names(ctx, value) & derived):
+                continue
+            if under_no_grad(ctx, stmt):
                 continue
             if graph.kind(value, stmt) == Kind.NONE:
                 continue
