@@ -5,7 +5,8 @@ a loss that is backpropagated, or into another `torch.autograd.grad`: a gradient
 Hessian-vector product. Also `loss.backward()` without `create_graph=True` whose `x.grad` is
 reduced to a penalty (`x.grad.pow(2).sum()`) that a later backward backpropagates (double
 backpropagation). The gradients are followed through assignments, loops over them,
-lists they are appended to, and helper functions or methods (`self.net_f(x)`) that return them.
+lists they are appended to, and helper functions or methods (`self.net_f(x)`) that return them;
+a comprehension whose elements are detached (`[g.detach() for g in grads]`) ends the flow.
 
 ## Why is this bad?
 Without `create_graph=True` the returned gradients are plain constants: no graph records how they
@@ -134,7 +135,7 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
     calls = backward_calls(ctx, scope)
     stmt = ctx.statement_of(source)
     value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)) else None
-    if value is None or not any(node is source for node in flowing_nodes(ctx, value)):
+    if value is None or not any(node is source for node in flowing_nodes(ctx, value)) or _iterated_detached(ctx, source):
         return None  # detached on the spot, or used in a compound statement's header
     if isinstance(stmt, ast.Return):
         return _through_callers(ctx, scope, depth)
@@ -266,7 +267,22 @@ def _targets(stmt: ast.stmt) -> set[str]:
 
 def _flows(ctx: FileContext, expr: ast.expr, derived: set[str]) -> bool:
     return bool(derived) and any(
-        isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in derived for node in flowing_nodes(ctx, expr)
+        isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in derived and not _iterated_detached(ctx, node)
+        for node in flowing_nodes(ctx, expr)
+    )
+
+
+def _iterated_detached(ctx: FileContext, node: ast.expr) -> bool:
+    """``node`` is what a comprehension iterates over, and its elements leave detached:
+    ``[g.detach().clone() for g in grads]`` carries none of ``grads``' graph."""
+    generator = ctx.parent(node)
+    if not isinstance(generator, ast.comprehension) or generator.iter is not node:
+        return False
+    comprehension = ctx.parent(generator)
+    elements = [getattr(comprehension, field) for field in ("elt", "key", "value") if getattr(comprehension, field, None) is not None]
+    names = {n.id for g in getattr(comprehension, "generators", ()) for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+    return bool(elements) and not any(
+        isinstance(n, ast.Name) and n.id in names for element in elements for n in flowing_nodes(ctx, element)
     )
 
 
