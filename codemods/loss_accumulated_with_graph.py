@@ -351,6 +351,10 @@ def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: as
         GRAD_MODE_TEXT.fullmatch(getattr(n, "attr", None) or getattr(n, "id", "") or "") for n in scope_nodes(scope)
     ):
         return False  # the function switches gradient recording itself
+    if isinstance(scope.node, ast.Module) and any(
+        isinstance(n, ast.Name) and n.id == accumulator for other in scopes(ctx) if other.node is not scope.node for n in scope_nodes(other)
+    ):
+        return False  # a function of this module reads the total
     return _only_reported(ctx, scope, graph, accumulator, stmt, depth=2)
 
 
