@@ -167,7 +167,7 @@ def _helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[Use]:
                     if g.callee != d.callee or g.use is d.use:
                         continue
                     for key in sorted(d.keys & g.keys):
-                        producer = _caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, d.callee)
+                        producer = _caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, d.callee, (first.helper, second.helper))
                         if producer is not None and _is_discriminator_owner(ctx, d, first, step_d, producer):
                             yield d.use
                             break
@@ -212,7 +212,10 @@ def _discriminator_steps_after_generator(
                     break
 
 
-def _caller_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, first: ast.stmt, second: ast.stmt, callee: str) -> Optional[ast.expr]:
+def _caller_fake(
+    ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, first: ast.stmt, second: ast.stmt, callee: str,
+    helpers: tuple[Optional[Scope], ...] = (),
+) -> Optional[ast.expr]:
     """The graph-carrying value ``key`` holds at both steps: one assignment of the caller reaching
     both, or, for ``self.fake`` the caller never assigns, every assignment of it in the class."""
     if "[" in key:
@@ -225,9 +228,9 @@ def _caller_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, fi
         return value if _generated(ctx, graph, stmt, value, callee) else None
     if scope.self_name is None or not key.startswith(scope.self_name + "."):
         return None
-    values = []
+    values, assigning = [], set()
     for method in scopes(ctx):
-        if method.class_node is not scope.class_node or method.self_name is None:
+        if method.class_node is not scope.class_node or method.self_name is None or isinstance(method.node, ast.Module):
             continue
         own = method.self_name + key[len(scope.self_name) :]
         method_graph = facts(ctx, method)
@@ -235,6 +238,13 @@ def _caller_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, fi
             if not hasattr(stmt, "lineno") or not _generated(ctx, method_graph, stmt, value, callee, method_graph):
                 return None
             values.append(value)
+            assigning.add(method.node.name)
+    # regenerated between the steps (`self.forward()` again) or inside a step's helper
+    calls = [(n, scope) for n in scope_nodes(scope) if isinstance(n, ast.Call) and _between(n, first, second)]
+    calls += [(n, h) for h in helpers if h is not None for n in scope_nodes(h) if isinstance(n, ast.Call)]
+    for node, owner in calls:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in assigning and dotted(node.func.value) == owner.self_name:
+            return None
     return values[0] if values else None
 
 
