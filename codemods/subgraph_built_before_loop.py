@@ -10,7 +10,8 @@ second time". When an optimizer updates the leaves of `y` in the loop, `y` would
 it holds the values of the leaves before the first update, so the loss never sees the update.
 Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, module calls);
 `y = a + b`, sums, views and indexing save nothing, can be backpropagated again and are not
-reported.
+reported. Uses under `.detach()` do not count, and a loop of discriminator steps on a generator
+output built before it is left to GF103 (the fix there is `fake.detach()`, not a recompute).
 
 ## Example
 ```python
