@@ -6,9 +6,11 @@ Finds a loss tensor that is added to a running total (`running_loss += loss`,
 `history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method of this file
 returns the loss it backpropagated) in a training loop that
 backpropagates every iteration, when the total lives longer than the iteration and is never
-backpropagated itself. Also a validation loop without `torch.no_grad()` (`val_loss += loss`) in
-a function whose own backward shows that gradients are recorded, when that function never
-switches the grad mode and the total is only printed, logged or turned into a number.
+backpropagated itself. A LightningModule's `training_step` counts as such a loop (the framework
+backpropagates the loss it returns): `self.training_step_outputs.append(loss)`. Also a
+validation loop without `torch.no_grad()` (`val_loss += loss`) in a function whose own backward
+shows that gradients are recorded, when that function never switches the grad mode and the total
+is only printed, logged or turned into a number.
 
 ## Why is this bad?
 `loss` carries its autograd graph. Adding it to a total that survives the iteration links every
@@ -79,7 +81,8 @@ class LossAccumulatedWithGraph(Rule):
                     yield diagnostic
 
     def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
-        if not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx)):
+        framework_step = _framework_training_step(scope)
+        if not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx)):
             return  # nothing in this scope backpropagates
         graph = facts(ctx, scope)
         for node in scope_nodes(scope):
@@ -90,7 +93,7 @@ class LossAccumulatedWithGraph(Rule):
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
             iteration = _iteration(ctx, scope, stmt)
-            if backpropagates_in(ctx, scope, iteration):
+            if backpropagates_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
                 evaluation = False
             elif _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
                 evaluation = True
@@ -447,3 +450,11 @@ def _returns_backpropagated(ctx: FileContext, scope: Scope, graph: GraphFacts, v
     return bool(returns) and all(
         isinstance(v, ast.Name) and v.id in backwarded and callee.kind(v, v) == Kind.GRAPH for v in returns
     )
+
+
+def _framework_training_step(scope: Scope) -> bool:
+    """``training_step`` of a ``LightningModule``: the framework backpropagates the loss it returns
+    after every call, so a ``self.`` total it adds to outlives one step's graph."""
+    if scope.class_node is None or getattr(scope.node, "name", "") != "training_step":
+        return False
+    return any((last_name(base) or "").endswith("LightningModule") for base in scope.class_node.bases)
