@@ -3,8 +3,9 @@ Finds two (or more) backward calls in a row on *different* losses whose graphs s
 saved tensors (one module call's outputs, a shared trunk, an intermediate tensor), when the first
 call does not pass `retain_graph=True`: multi-task heads, actor-critic losses on a shared trunk,
 two networks chained into each other, losses returned by helper functions of the same file. Also
-`for loss in losses: loss.backward()` over a list whose elements share such a part (the outputs
-of one forward pass, heads on one trunk): the fix backpropagates `sum(losses)` once.
+`for loss in losses: loss.backward()` over a list (or `for name, loss in losses.items()` over a
+dict) whose elements share such a part (the outputs of one forward pass, heads on one trunk):
+the fix backpropagates `sum(losses)` (`sum(losses.values())`) once.
 
 ## Why is this bad?
 The first backward frees the saved tensors of every node it walks, including the shared part.
@@ -112,9 +113,15 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
     loop = ctx.parent(ctx.statement_of(call.node))
     if not isinstance(loop, ast.For) or len(loop.body) != 1 or loop.orelse or not _plain(call):
         return None
-    if not isinstance(loop.target, ast.Name) or not isinstance(call.target, ast.Name) or call.target.id != loop.target.id:
+    if not isinstance(call.target, ast.Name) or _loop_value(loop) != call.target.id:
         return None
     items = loop.iter
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args:
+        if items.func.attr not in ("values", "items") or (items.func.attr == "items") != isinstance(loop.target, ast.Tuple):
+            return None
+        items = items.func.value  # a dict of losses: its values
+    elif isinstance(loop.target, ast.Tuple):
+        return None
     if isinstance(items, ast.Name):
         defs = reaching(facts(ctx, scope), items.id, loop)
         if len(defs) != 1 or defs[0][1] is None or not isinstance(defs[0][0], ast.Assign):
@@ -122,10 +129,15 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
         at, items = defs[0]
     else:
         at = loop
-    if isinstance(items, (ast.List, ast.Tuple)) and len(items.elts) > 1:
+    if isinstance(items, ast.Dict) and isinstance(loop.iter, ast.Call) and len(items.values) > 1 and all(items.keys):
+        origins = [graph_origins(ctx, scope, v, at) for v in items.values]
+        shared = frozenset.intersection(*origins)
+    elif isinstance(items, ast.Dict):
+        return None
+    elif isinstance(items, (ast.List, ast.Tuple)) and len(items.elts) > 1 and not isinstance(loop.iter, ast.Call):
         origins = [graph_origins(ctx, scope, e, at) for e in items.elts]
         shared = frozenset.intersection(*origins)
-    elif isinstance(items, ast.ListComp) and len(items.generators) == 1:
+    elif isinstance(items, ast.ListComp) and len(items.generators) == 1 and not isinstance(loop.iter, ast.Call):
         generator = items.generators[0]
         bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
         flowing = [n for n in flowing_nodes(ctx, items.elt) if isinstance(n, (ast.Name, ast.Attribute))]
@@ -138,8 +150,18 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
     return loop if any(o.saves for o in shared) else None
 
 
+def _loop_value(loop: ast.For) -> Optional[str]:
+    """The name bound to each loss: ``for loss in ...`` or ``for name, loss in d.items()``."""
+    target = loop.target
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]
+    return target.id if isinstance(target, ast.Name) else None
+
+
 def _merge_loop(rule: Rule, ctx: FileContext, loop: ast.For) -> Diagnostic:
     items = ctx.text(loop.iter)
+    if items.endswith(".items()"):
+        items = items[: -len(".items()")] + ".values()"
     edits = []
     if ctx.is_own_line(loop):
         start, end = ctx.span(loop)
