@@ -225,6 +225,12 @@ class GraphSources:
         kind = self.graph.kind(value, stmt) if value is not None else Kind.NONE
         if isinstance(value, (ast.Dict, ast.DictComp)) or definition.mutation:
             kind = max(kind, Kind.UNKNOWN)
+        elif kind == Kind.UNKNOWN and _unpacks_names(value):
+            inner = Sources()  # ``z, real = batch``: as much a graph as the names it unpacks
+            self._visit(value, stmt, through_call, back, inner, seen, frozenset())
+            if not inner.defs and not inner.unknown:
+                return
+            out.merge(inner)
         if kind in (Kind.GRAPH, Kind.UNKNOWN):
             out.defs[id(stmt)] = stmt
             if kind == Kind.GRAPH:
@@ -312,6 +318,15 @@ def _mutations(scope: Scope) -> dict[str, list[tuple[ast.stmt, Optional[ast.expr
                 if isinstance(target, ast.Subscript) and (name := dotted(_container(target))):
                     found.setdefault(name, []).append((node, node.value))
     return found
+
+
+def _unpacks_names(value: Optional[ast.expr]) -> bool:
+    """A plain name, or subscripts and tuples of names (``batch``, ``batch[0]``, ``(x, y)``)."""
+    if isinstance(value, ast.Name):
+        return True
+    if isinstance(value, ast.Subscript):
+        return _unpacks_names(value.value) and isinstance(value.slice, ast.Constant)
+    return isinstance(value, (ast.Tuple, ast.List)) and bool(value.elts) and all(_unpacks_names(e) for e in value.elts)
 
 
 def _names(expr: ast.expr) -> list[str]:
