@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -136,9 +137,12 @@ def _method_stores(ctx: FileContext, scope: Scope, wanted: set[str]) -> dict[str
     found: dict[str, list[tuple[ast.stmt, ast.expr]]] = {}
     if not wanted:
         return found
+    filling = re.compile(r"\.(?:%s)\s*\.\s*(?:%s)\b" % ("|".join(map(re.escape, sorted(wanted))), "|".join(sorted(CONTAINER_STORES))))
     for other in scopes(ctx):
         if other.class_node is None or other.class_node is not scope.class_node or other is scope or not other.self_name:
             continue
+        if not ctx.mentions(other.node, filling):
+            continue  # cheap gate: this method never fills one of the wanted containers
         calls = [
             n
             for n in scope_nodes(other)
@@ -180,9 +184,11 @@ def _object_buffers(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
         initial = next((v for s in scopes(ctx) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(ctx, s, "__init__").items() if k == f"{s.self_name}.{attr}"), None)
         if not is_empty_container(initial) or managed_elsewhere(ctx, scope, name, cls):
             continue
+        filling = re.compile(rf"\b{re.escape(attr)}\s*\.\s*(?:append|extend|insert)\b")  # cheap gate per scope
         stores = [
             (stmt, value)
             for other in scopes(ctx)
+            if ctx.mentions(other.node, filling)
             for base, found in _container_stores(ctx, facts(ctx, other), scope_nodes(other)).items()
             if base == name
             for stmt, value in found
