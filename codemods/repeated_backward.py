@@ -56,7 +56,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, training_call_text, optimizer_calls
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
@@ -178,6 +178,8 @@ def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, Back
     (``grad_norm(model, loss)`` doing ``loss.backward()``), as a backward of the argument,
     mapped to the backward call inside the helper."""
     found: dict[BackwardCall, BackwardCall] = {}
+    if not ctx.mentions(scope.node, training_call_text(ctx)):
+        return found  # no call of a function of this file that backpropagates
     for node in scope_nodes(scope):
         if not isinstance(node, ast.Call):
             continue

@@ -25,15 +25,24 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
     if name is None:
         return None
     head, _, attr = name.partition(".")
-    for candidate in scopes(ctx):
+    for candidate in _functions_named(ctx).get(attr or head, ()):
         node = candidate.node
-        if isinstance(node, ast.Module):
-            continue
         if not attr and node.name == head and candidate.class_node is None and ctx.parent(node) is ctx.tree:
             return candidate
         if attr and "." not in attr and head == scope.self_name and node.name == attr and candidate.class_node is scope.class_node:
             return candidate
     return imported_function(ctx, func) if imported else None
+
+
+def _functions_named(ctx: FileContext) -> dict[str, list[Scope]]:
+    def compute() -> dict[str, list[Scope]]:
+        found: dict[str, list[Scope]] = {}
+        for scope in scopes(ctx):
+            if not isinstance(scope.node, ast.Module):
+                found.setdefault(scope.node.name, []).append(scope)
+        return found
+
+    return ctx.memo("functions_named", compute)
 
 
 def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
