@@ -141,35 +141,29 @@ class RepeatedBackward(Rule):
         )
 
     def _delete_after_step(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
-        name = ctx.text(call.target)
-        stmt = ctx.statement_of(later.node)
-        own = isinstance(stmt, ast.Expr) and stmt.value is later.node and ctx.is_own_line(stmt)
-        edits = [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), "")] if own else []
-        return self.diagnostic(
-            ctx,
-            later.node,
-            f"`{name}` was already backpropagated on line {call.node.lineno} and an optimizer step ran since: this "
+        return self._delete_later(
+            ctx, call, later,
+            f"was already backpropagated on line {call.node.lineno} and an optimizer step ran since: this "
             f"call walks the freed graph again and raises 'backward through the graph a second time' (with "
             f"retain_graph=True it would meet the parameters the step changed in place). Delete it",
-            edits,
-            Applicability.UNSAFE,
-            title=f"Delete the extra `{name}` backward",
         )
 
     def _delete(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
+        return self._delete_later(
+            ctx, call, later,
+            f"was already backpropagated in the loop above (line {call.node.lineno}); this call walks the "
+            f"last iteration's freed graph again and raises 'backward through the graph a second time'. "
+            f"Delete it: the loop already accumulated every iteration's gradients",
+        )
+
+    def _delete_later(self, ctx: FileContext, call: BackwardCall, later: BackwardCall, why: str) -> Diagnostic:
+        """Delete the later backward's statement (when it stands alone on its lines)."""
         name = ctx.text(call.target)
         stmt = ctx.statement_of(later.node)
         own = isinstance(stmt, ast.Expr) and stmt.value is later.node and ctx.is_own_line(stmt)
         edits = [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), "")] if own else []
         return self.diagnostic(
-            ctx,
-            later.node,
-            f"`{name}` was already backpropagated in the loop above (line {call.node.lineno}); this call walks the "
-            f"last iteration's freed graph again and raises 'backward through the graph a second time'. "
-            f"Delete it: the loop already accumulated every iteration's gradients",
-            edits,
-            Applicability.UNSAFE,
-            title=f"Delete the extra `{name}` backward",
+            ctx, later.node, f"`{name}` {why}", edits, Applicability.UNSAFE, title=f"Delete the extra `{name}` backward"
         )
 
 
