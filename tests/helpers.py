@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fixer.engine import FileResult, Options, process_source
-from fixer.registry import all_rules, by_code
+from fixer.registry import all_rules
 from fixer.rule import Rule
 
 EXPECT_RE = re.compile(r"#\s*expect:\s*(GF\d{3}(?:\s*,\s*GF\d{3})*)")

@@ -19,7 +19,7 @@ from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
-from fixer.analysis.graph_reuse import flowing_names, flows_straight, frees_graph
+from fixer.analysis.graph_reuse import flows_straight, frees_graph
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.protocol import optimizer_params
