@@ -7,6 +7,8 @@ import bisect
 import re
 from typing import Iterator, Optional
 
+from fixer.source import split_lines
+
 
 class FileContext:
     def __init__(self, path: str, source: str, tree: Optional[ast.Module] = None, newline: str = "\n"):
@@ -14,7 +16,7 @@ class FileContext:
         self.source = source
         self.newline = newline
         self.tree = tree if tree is not None else ast.parse(source, filename=path)
-        self.lines = source.splitlines(keepends=True)
+        self.lines = split_lines(source)
         starts = [0]
         for line in self.lines:
             starts.append(starts[-1] + len(line))

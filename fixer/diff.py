@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import os
 
+from fixer.source import split_lines
+
 
 def display_path(path: str) -> str:
     """Relative to the current directory when below it, with forward slashes."""
@@ -19,8 +21,8 @@ def display_path(path: str) -> str:
 
 def unified_diff(path: str, before: str, after: str) -> str:
     name = display_path(path).lstrip("/")
-    old = before.splitlines(keepends=True)
-    new = after.splitlines(keepends=True)
+    old = split_lines(before)
+    new = split_lines(after)
     lines = difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=3)
     out: list[str] = []
     for line in lines:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -19,6 +20,22 @@ class Source:
     text: str
     encoding: str  # "utf-8-sig" when the file has a BOM
     newline: str
+
+
+# The only line breaks of Python source (the tokenizer's and ast's): str.splitlines() also breaks at
+# form feed, VT, \x1c-\x1e, U+0085, U+2028/9, which would shift every position after them.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their ends, broken where Python breaks them (never at form feed or U+2028)."""
+    lines, start = [], 0
+    for match in LINE_BREAK.finditer(text):
+        lines.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 def detect_newline(text: str) -> str:
