@@ -242,7 +242,7 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
             return []
         # starts as a number (`total = 0`): a tensor only from the second pass on
         indent, nl, name = ctx.indent_of(stmt.lineno), ctx.newline, value.name
-        text = f"{indent}if {torch}.is_tensor({name}):{nl}{indent}    {name} = {name}.detach(){nl}"
+        text = f"{indent}if {torch}.is_tensor({name}):{nl}{indent}{ctx.indent_unit}{name} = {name}.detach(){nl}"
         start = ctx.line_start(stmt.lineno)
         return [Edit(start, start, text)]
     if isinstance(value.initial, ast.Constant) and value.initial.value is not None:
@@ -252,7 +252,7 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
         stmt, guard = stmt.body[0], False  # `if hidden is not None:` already guards: cut first thing inside
     indent = ctx.indent_of(stmt.lineno)
     nl = ctx.newline
-    text = f"{indent}if {value.name} is not None:{nl}{indent}    {line}{nl}" if guard else f"{indent}{line}{nl}"
+    text = f"{indent}if {value.name} is not None:{nl}{indent}{ctx.indent_unit}{line}{nl}" if guard else f"{indent}{line}{nl}"
     start = ctx.line_start(stmt.lineno)
     return [Edit(start, start, text)]
 

@@ -50,6 +50,7 @@ from fixer.analysis.retained_walks import walked_again
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
+from fixer.source import LINE_BREAK
 
 # positional arguments a call may have before retain_graph/create_graph could be among them
 MAX_POSITIONAL = {"method": 1, "scaler": 1, "owner": 1, "autograd.backward": 2, "autograd.grad": 3}
@@ -110,11 +111,10 @@ def remove_keyword(ctx: FileContext, call: ast.Call, keyword: ast.keyword) -> li
             following += 1
         if source[following:following + 1] not in ("#", "\n", "\r", ""):
             stop = following  # eat the space before the next argument, not before a comment
-        line_start = source.rfind("\n", 0, start) + 1
-        line_end = source.find("\n", stop)
-        line_end = len(source) if line_end == -1 else line_end
+        line_start = ctx.line_start(keyword.lineno)
+        line_end = ctx.line_end(ctx.row_col(stop)[0])
         if not source[line_start:start].strip() and not source[stop:line_end].strip():
-            return [Edit(line_start, min(line_end + 1, len(source)), "")]  # the keyword had its own line
+            return [Edit(line_start, line_end, "")]  # the keyword had its own line
         if source[stop:stop + 1] == ")" and position > 0:
             while start > 0 and source[start - 1] in " \t":
                 start -= 1  # f(a, retain_graph=True,) -> f(a,)
@@ -135,8 +135,8 @@ def _skip_blank(source: str, index: int) -> int:
         if char in " \t\r\n\\":
             index += 1
         elif char == "#":
-            newline = source.find("\n", index)
-            index = len(source) if newline == -1 else newline
+            newline = LINE_BREAK.search(source, index)
+            index = newline.start() if newline else len(source)
         else:
             break
     return index

@@ -71,6 +71,21 @@ class FileContext:
         line = self.lines[lineno - 1]
         return line[: len(line) - len(line.lstrip(" \t"))]
 
+    @property
+    def indent_unit(self) -> str:
+        """One level of indentation as this file writes it (a tab, 2 or 4 spaces...); 4 spaces if unknown."""
+
+        def compute() -> str:
+            for node in ast.walk(self.tree):
+                body = getattr(node, "body", None)
+                if isinstance(node, ast.stmt) and isinstance(body, list) and body and body[0].lineno > node.lineno:
+                    outer, inner = self.indent_of(node.lineno), self.indent_of(body[0].lineno)
+                    if inner.startswith(outer) and len(inner) > len(outer):
+                        return inner[len(outer) :]
+            return "    "
+
+        return self.memo("indent_unit", compute)
+
     # -- structure -------------------------------------------------------------------------
     # Parent links are recorded by the walks the analysis already does (statements of the file,
     # then the expressions of each scope a rule asks about); the full map is built only on a miss.

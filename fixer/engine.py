@@ -114,8 +114,12 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     except SourceError as exc:
         result.errors.append(str(exc))
         return result
+    # Fixes move and delete whole lines, so a last line without its line break would lose or gain
+    # one: rules see the text with a final line break, which the result gives back.
+    text = source.text
+    padded = text + source.newline if text and not text.endswith(("\n", "\r")) else text
     try:
-        diagnostics, crashes = run_rules(path, source.text, rules, source.newline, options.verbose)
+        diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose)
     except SyntaxError as exc:
         result.errors.append(f"cannot parse: {exc.msg} (line {exc.lineno})")
         return result
@@ -127,11 +131,13 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     result.errors.extend(crashes)
     if crashes or not options.fix or not any(d.fix for d in diagnostics):
         return result
-    fixed, remaining, errors = fix_text(path, source.text, diagnostics, options, source.newline)
+    fixed, remaining, errors = fix_text(path, padded, diagnostics, options, source.newline)
+    if padded is not text and fixed.endswith(source.newline):
+        fixed = fixed[: -len(source.newline)]
     result.errors.extend(errors)
     result.remaining = remaining
-    if fixed != source.text:
-        result.original, result.fixed = source.text, fixed
+    if fixed != text:
+        result.original, result.fixed = text, fixed
     return result
 
 

@@ -62,6 +62,8 @@ def may_cache_on_module(data: bytes) -> bool:
     to ``self.<attr>``. Most model files only assign attributes in ``__init__`` and are skipped."""
     if b"def forward" not in data:
         return False
+    if b"\r" in data:  # the patterns below read lines the \n way; CR-only and CRLF files too
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     defs: dict[bytes, list[re.Match[bytes]]] = {}
     for match in ANY_DEF.finditer(data):
         defs.setdefault(match.group(2), []).append(match)
