@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from fixer import __version__
-from fixer.config import ConfigError, Settings, find_pyproject, load
+from fixer.config import ConfigError, Settings, find_pyproject, load, parse_size
 from fixer.diff import display_path, unified_diff
 from fixer.discovery import discover
 from fixer.engine import FileResult, Options, process_source
@@ -32,8 +32,20 @@ def _split(values: Optional[List[str]]) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
+_silent = False  # --silent: nothing on stderr
+
+
 def _err(message: str) -> None:
-    typer.echo(message, err=True)
+    if not _silent:
+        typer.echo(message, err=True)
+
+
+def _size_limit(flag: Optional[str], configured: str) -> int:
+    try:
+        return parse_size(flag if flag is not None else configured)
+    except ValueError as exc:
+        _err(f"graphfix: error: max-file-size: {exc}")
+        raise typer.Exit(EXIT_ERROR)
 
 
 def _settings(config: Optional[Path]) -> Settings:
@@ -61,7 +73,9 @@ def check(
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
     statistics: bool = typer.Option(False, "--statistics", help="Print a count per rule instead of each finding."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr."),
+    max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Skip (and name) larger files, e.g. 8MB, 500KB (default 8MB)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr (and, for --fix -, no remaining findings)."),
+    silent: bool = typer.Option(False, "--silent", "-s", help="Nothing on stderr at all; the exit code tells. For editor filters."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
 ) -> None:
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
@@ -80,10 +94,22 @@ def check(
         _err(f"graphfix: error: unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
         raise typer.Exit(EXIT_ERROR)
     unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+    size_limit = _size_limit(max_file_size, settings.max_file_size)
+    workers = jobs if jobs is not None else settings.jobs
+    if workers < 0:
+        _err(f"graphfix: error: --jobs must be 0 (all cores) or more, not {workers}")
+        raise typer.Exit(EXIT_ERROR)
     options = Options(
-        rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose
+        rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose,
+        max_file_size=size_limit,
     )
-    paths = paths or ["."]
+    global _silent
+    _silent = silent
+    quiet = quiet or silent
+    if stdin_filename is not None and paths and paths != ["-"]:
+        _err("graphfix: error: --stdin-filename reads the source from stdin; give no other path (or '-')")
+        raise typer.Exit(EXIT_ERROR)
+    paths = paths or (["-"] if stdin_filename is not None else ["."])
     if "-" in paths:
         if len(paths) > 1:
             _err("graphfix: error: '-' (stdin) cannot be combined with other paths")
@@ -95,7 +121,7 @@ def check(
         except FileNotFoundError as exc:
             _err(f"graphfix: error: {exc}: no such file or directory")
             raise typer.Exit(EXIT_ERROR)
-        results = run(files, options, jobs if jobs is not None else settings.jobs)
+        results = run(files, options, workers)
         if statistics and not diff:
             code = _statistics(results, fix)
         else:
@@ -106,22 +132,26 @@ def check(
 
 
 def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
+    """The editor's contract for ``--fix -``: stdout carries the whole buffer, fixed or (on any
+    error) exactly as it came, and nothing else; nothing is written to disk."""
     data = sys.stdin.buffer.read()
     try:
         source = decode(data)
+        # stdin is always analysed: the editor asked about this buffer explicitly
+        result = process_source(name, data, options, source)
     except SourceError as exc:
-        _err(f"{display_path(name)}: error: {exc}")
-        return EXIT_ERROR
-    # stdin is always analysed: the editor asked about this buffer explicitly
-    result = process_source(name, data, options, source)
-    if fix:
-        sys.stdout.buffer.write(encode(source, result.fixed if result.changed else source.text))
-        sys.stdout.flush()
+        result = FileResult(name, errors=[str(exc)])
+    except Exception as exc:  # never lose the buffer to a bug of ours
+        result = FileResult(name, errors=[f"internal error: {type(exc).__name__}: {exc}"])
+    if not fix:
+        return _report([result], options, diff, fix, fmt, quiet)
+    sys.stdout.buffer.write(encode(source, result.fixed) if result.changed else data)
+    sys.stdout.flush()
+    if not quiet:
         _print_diagnostics([result], "remaining", options.unsafe, fmt, sys.stderr)
-        for error in result.errors:
-            _err(f"{display_path(name)}: error: {error}")
-        return EXIT_ERROR if result.errors else (EXIT_FINDINGS if result.remaining else EXIT_CLEAN)
-    return _report([result], options, diff, fix, fmt, quiet)
+    for error in result.errors:
+        _err(f"{display_path(name)}: error: {error}")
+    return EXIT_ERROR if result.errors else (EXIT_FINDINGS if result.remaining else EXIT_CLEAN)
 
 
 def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: str, stream) -> int:

@@ -4,6 +4,7 @@ Looked up from the current directory upward (or given with ``--config``); comman
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -28,6 +29,20 @@ class Settings:
     respect_gitignore: bool = True
     jobs: int = 0  # 0: all cores
     output_format: str = "text"
+    max_file_size: str = "8MB"
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?\s*", re.I)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """``8MB``, ``500KB``, ``1048576`` -> bytes (powers of 1024, as file managers count)."""
+    match = _SIZE.fullmatch(text)
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()]) if match else 0
+    if size <= 0:
+        raise ValueError(f"{text!r} is not a size such as 8MB, 500KB or 1048576")
+    return size
 
 
 _LISTS = {"select", "ignore", "exclude"}
@@ -47,9 +62,15 @@ def load(path: Optional[Path]) -> Settings:
         return settings
     try:
         with open(path, "rb") as handle:
-            table: dict[str, Any] = tomllib.load(handle).get("tool", {}).get("graphfix", {})
+            document = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table")
+    table: Any = tool.get("graphfix", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.graphfix] must be a table")
     known = {f.name for f in fields(Settings)}
     for key, value in table.items():
         attr = key.replace("-", "_")
@@ -61,5 +82,12 @@ def load(path: Optional[Path]) -> Settings:
                 raise ConfigError(f"{path}: [tool.graphfix] {key} must be a list of strings")
         elif not isinstance(value, type(default)) or isinstance(value, bool) != isinstance(default, bool):
             raise ConfigError(f"{path}: [tool.graphfix] {key} must be a {type(default).__name__}")
+        if attr == "jobs" and value < 0:
+            raise ConfigError(f"{path}: [tool.graphfix] jobs must be 0 (all cores) or more")
+        if attr == "max_file_size":
+            try:
+                parse_size(value)
+            except ValueError as exc:
+                raise ConfigError(f"{path}: [tool.graphfix] max-file-size: {exc}") from None
         setattr(settings, attr, value)
     return settings

@@ -19,11 +19,26 @@ def display_path(path: str) -> str:
     return rel.replace(os.sep, "/")
 
 
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def git_quote(name: str) -> str:
+    """A path as git writes it in diff headers: C-quoted when it holds a control character, a
+    double quote or a backslash (git apply reads such names only quoted); as is otherwise."""
+    if not any(char in _C_ESCAPES or ord(char) < 0x20 or ord(char) == 0x7F for char in name):
+        return name
+    quoted = "".join(
+        _C_ESCAPES.get(char) or (f"\\{ord(char):03o}" if ord(char) < 0x20 or ord(char) == 0x7F else char) for char in name
+    )
+    return f'"{quoted}"'
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
     name = display_path(path).lstrip("/")
     old = split_lines(before)
     new = split_lines(after)
-    lines = difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=3)
+    a_name, b_name = git_quote(f"a/{name}"), git_quote(f"b/{name}")
+    lines = difflib.unified_diff(old, new, a_name, b_name, n=3)
     out: list[str] = []
     for line in lines:
         if line.startswith(("---", "+++")):
@@ -33,5 +48,5 @@ def unified_diff(path: str, before: str, after: str) -> str:
         else:
             out.append(line + "\n\\ No newline at end of file\n")
     if out:
-        out.insert(0, f"diff --git a/{name} b/{name}\n")
+        out.insert(0, f"diff --git {a_name} {b_name}\n")
     return "".join(out)

@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
+from fixer.deep import call_with_deep_stack
 from fixer.rule import Diagnostic, Rule
 from fixer.source import Source, SourceError, decode, encode, read_bytes, write_atomic
 from fixer.suppress import find_suppressions, is_suppressed
@@ -27,6 +28,7 @@ class Options:
     unsafe: bool = False
     write: bool = False  # write fixed text back (--fix on files)
     verbose: bool = False
+    max_file_size: int = 8 * 1024 * 1024  # bytes; ast needs ~100-200x a file's size in memory
 
 
 @dataclass
@@ -60,13 +62,21 @@ def run_rules(path: str, text: str, rules: Sequence[type[Rule]], newline: str, v
     crashes: list[str] = []
     for rule in rules:
         try:
-            for diagnostic in rule().check(ctx):
-                if not is_suppressed(suppressions, diagnostic.code, diagnostic.line, diagnostic.end_line):
-                    found.append(diagnostic)
+            try:
+                diagnostics = _check(rule, ctx)
+            except RecursionError:  # deeply nested code CPython accepts: analyse it on a deep stack
+                diagnostics = call_with_deep_stack(_check, rule, ctx)
+            found.extend(
+                d for d in diagnostics if not is_suppressed(suppressions, d.code, d.line, d.end_line)
+            )
         except Exception as exc:  # a rule bug must never stop the run
             detail = traceback.format_exc() if verbose else f"{type(exc).__name__}: {exc}"
             crashes.append(f"rule {rule.code} ({rule.name}) crashed: {detail}")
     return sorted(set(found), key=lambda d: d.sort_key), crashes
+
+
+def _check(rule: type[Rule], ctx: FileContext) -> list[Diagnostic]:
+    return list(rule().check(ctx))
 
 
 def fix_text(path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str) -> tuple[str, list[Diagnostic], list[str]]:
@@ -77,8 +87,11 @@ def fix_text(path: str, text: str, diagnostics: list[Diagnostic], options: Optio
         chosen = select_fixes(remaining, options.unsafe)
         if not chosen:
             return current, remaining, []
-        new = apply_edits(current, [edit for d in chosen for edit in d.fix.edits])
         codes = ", ".join(sorted({d.code for d in chosen}))
+        try:
+            new = apply_edits(current, [edit for d in chosen for edit in d.fix.edits])
+        except ValueError as exc:  # a rule's fix with edits that collide: never guess an order
+            return text, diagnostics, [f"fix by {codes} is inconsistent ({exc}); file left unchanged"]
         try:
             remaining, crashes = run_rules(path, new, options.rules, newline, options.verbose)
         except SyntaxError as exc:
@@ -104,10 +117,30 @@ def active_rules(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     return chosen
 
 
+WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 and UTF-32 byte-order marks
+
+
+def refusal(data: bytes, rules: Sequence[type[Rule]], options: Options) -> Optional[str]:
+    """Why a file is not analysed although it may hold a finding (None: analyse it)."""
+    if not rules:
+        if data.startswith(WIDE_BOMS):  # the byte pre-filter cannot see through UTF-16
+            return "cannot decode: UTF-16/UTF-32 text; Python source must be in an ASCII-compatible encoding"
+        return None
+    if len(data) > options.max_file_size:
+        return f"too large to analyse ({_megabytes(len(data))} > max-file-size {_megabytes(options.max_file_size)}); skipped"
+    return None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MB"
+
+
 def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:
     result = FileResult(path)
     rules = active_rules(data, options.rules)
-    if not rules:
+    refused = refusal(data, rules, options)
+    if refused or not rules:
+        result.errors.extend([refused] if refused else [])
         return result
     try:
         source = source or decode(data)
@@ -124,7 +157,8 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
         result.errors.append(f"cannot parse: {exc.msg} (line {exc.lineno})")
         return result
     except (ValueError, RecursionError, MemoryError) as exc:
-        result.errors.append(f"cannot parse: {type(exc).__name__}: {exc}")
+        why = str(exc) or "expression nested too deeply for Python's parser"  # MemoryError has no text
+        result.errors.append(f"cannot parse: {type(exc).__name__}: {why}")
         return result
     result.parsed = True
     result.diagnostics = result.remaining = diagnostics
@@ -144,8 +178,9 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
 def process_file(path: str, options: Options) -> FileResult:
     try:
         data = read_bytes(path)
-        if not active_rules(data, options.rules):
-            return FileResult(path)
+        rules = active_rules(data, options.rules)
+        if not rules or refusal(data, rules, options):
+            return process_source(path, data, options)  # nothing to analyse, or why not
         source = decode(data)
     except SourceError as exc:
         return FileResult(path, errors=[str(exc)])

@@ -27,12 +27,29 @@ def text_lines(items: Iterable[tuple[str, Diagnostic]], unsafe: bool) -> list[st
     ]
 
 
+def _escape_data(text: str) -> str:
+    """GitHub workflow-command escaping of the message part."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    """... and of a property value (file=..., title=...), where ``:`` and ``,`` are separators."""
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def github_lines(items: Iterable[tuple[str, Diagnostic]]) -> list[str]:
-    return [
-        f"::error title=graphfix ({d.code}),file={display_path(path)},line={d.line},col={d.col + 1},"
-        f"endLine={d.end_line},endColumn={d.end_col + 1}::{display_path(path)}:{d.line}:{d.col + 1}: {d.code} {d.message}"
-        for path, d in items
-    ]
+    lines = []
+    for path, d in items:
+        name = display_path(path)
+        properties = ",".join(
+            f"{key}={_escape_property(str(value))}"
+            for key, value in (
+                ("title", f"graphfix ({d.code})"), ("file", name), ("line", d.line), ("col", d.col + 1),
+                ("endLine", d.end_line), ("endColumn", d.end_col + 1),
+            )
+        )
+        lines.append(f"::error {properties}::{_escape_data(f'{name}:{d.line}:{d.col + 1}: {d.code} {d.message}')}")
+    return lines
 
 
 def as_json(items: Iterable[tuple[str, Diagnostic]]) -> str:

@@ -98,7 +98,16 @@ class Rule:
         line, col, end_line, end_col = ctx.position(node)
         located = [Edit(e.start, e.end, e.text, ctx.row_col(e.start), ctx.row_col(e.end)) for e in edits]
         fix = Fix(tuple(sorted(located)), applicability, title) if edits else None
-        return Diagnostic(self.code, self.name, message, line, col, end_line, end_col, fix)
+        return Diagnostic(self.code, self.name, one_line(message), line, col, end_line, end_col, fix)
+
+
+_LINE_BREAK_IN_CODE = re.compile(r"[ \t]*\\?[ \t]*(?:\r\n|\r|\n)\s*")
+
+
+def one_line(message: str) -> str:
+    """Messages quote source code; a quoted statement continued over lines (``\\`` or brackets)
+    is joined into one line so every output format keeps one diagnostic per line."""
+    return _LINE_BREAK_IN_CODE.sub(" ", message)
 
 
 def iter_rule_classes(namespace: dict) -> Iterator[type[Rule]]:

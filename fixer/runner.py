@@ -33,7 +33,9 @@ def _size(path: str) -> int:
 
 
 def run(paths: Sequence[str], options: Options, jobs: int = 0) -> list[FileResult]:
-    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
+    # never more workers than files, nor a fork bomb from a typo: at most 4 per core
+    jobs = min(jobs if jobs > 0 else cores, len(paths), 4 * cores)
     if jobs == 1 or len(paths) < INLINE_LIMIT:
         _init(options)
         results = [_work(path) for path in paths]

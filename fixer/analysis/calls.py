@@ -164,8 +164,12 @@ def training_functions(ctx: FileContext) -> set[str]:
 
 def training_call_text(ctx: FileContext) -> "re.Pattern[str]":
     """Text that may call one of ``training_functions`` (a cheap gate before walking a scope)."""
-    names = sorted(training_functions(ctx)) or ["(?!)"]
-    return ctx.memo("training_call_text", lambda: re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))))
+
+    def compute() -> "re.Pattern[str]":
+        names = sorted(training_functions(ctx)) or ["(?!)"]
+        return re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names)))
+
+    return ctx.memo("training_call_text", compute)
 
 
 def iter_calls(scope: Scope) -> Iterator[ast.Call]:
