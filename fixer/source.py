@@ -8,9 +8,10 @@ import contextlib
 import io
 import os
 import re
-import tempfile
 import tokenize
 from dataclasses import dataclass
+
+from fixer import temp_files
 
 
 class SourceError(Exception):
@@ -90,7 +91,7 @@ def write_atomic(path: str, data: bytes, expected: bytes) -> bool:
     try:
         info = os.stat(path)
         _refuse_unsafe(path, info)
-        fd, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".graphfix-", suffix=".tmp")
+        fd, temp = temp_files.create(os.path.dirname(path))
     except OSError as exc:
         raise _cannot_write(exc) from None
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,22 @@ def test_the_temp_file_is_on_disk_before_the_rename(buggy, monkeypatch):
     monkeypatch.setattr(os, "replace", lambda src, dst: (synced.append("rename"), replace(src, dst)))
     assert process_file(str(buggy), OPTIONS).written
     assert len(synced) == 2 and ".graphfix-" in synced[0] and synced[1] == "rename"
+
+
+# temporary files a killed run left behind (tests/test_interrupt.py provokes them for real)
+
+
+def test_the_next_write_removes_temp_files_of_dead_runs_only(buggy):
+    stale = buggy.parent / f".graphfix-{_a_dead_pid()}-abc123.tmp"
+    live = buggy.parent / f".graphfix-{os.getppid()}-abc123.tmp"  # a running process: perhaps a concurrent run
+    other = buggy.parent / ".graphfix-notes.tmp"  # not a name graphfix gives
+    for path in (stale, live, other):
+        path.write_text("partial")
+    assert process_file(str(buggy), OPTIONS).written
+    assert sorted(temp_files(buggy.parent)) == sorted([live.name, other.name])
+
+
+def _a_dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
