@@ -170,7 +170,7 @@ def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: 
 
 def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
     errors = [(r.path, e) for r in results for e in r.errors]
-    changed = [r for r in results if r.changed]
+    changed = [r for r in results if (r.written if fix else r.changed)]  # --fix counts only files written
     if diff:
         for result in sorted(changed, key=lambda r: display_path(r.path)):
             sys.stdout.write(unified_diff(result.path, result.original, result.fixed))

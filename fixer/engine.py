@@ -15,7 +15,7 @@ from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.rule import Diagnostic, Rule
-from fixer.source import Source, SourceError, decode, encode, read_bytes, write_atomic
+from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
 from fixer.suppress import find_suppressions, is_suppressed
 
 MAX_PASSES = 6
@@ -40,6 +40,7 @@ class FileResult:
     fixed: Optional[str] = None
     errors: list[str] = field(default_factory=list)
     parsed: bool = False
+    written: bool = False  # --fix: this run replaced the file on disk
 
     @property
     def changed(self) -> bool:
@@ -186,8 +187,17 @@ def process_file(path: str, options: Options) -> FileResult:
         return FileResult(path, errors=[str(exc)])
     result = process_source(path, data, options, source)
     if options.write and result.changed:
-        try:
-            write_atomic(path, encode(source, result.fixed))
-        except (OSError, UnicodeEncodeError) as exc:
-            result.errors.append(f"cannot write: {exc}")
+        _write(path, data, source, result)
     return result
+
+
+def _write(path: str, data: bytes, source: Source, result: FileResult) -> None:
+    """Write the fixed text. A fix that is not written is no change of this run; if the write
+    failed, the file keeps its original text and so its original findings."""
+    try:
+        result.written = write_atomic(path, encode(source, result.fixed), expected=data)
+    except (UnicodeEncodeError, WriteError) as exc:
+        result.errors.append(str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc}")
+        result.remaining = result.diagnostics
+    if not result.written:  # failed, or already fixed by someone else (e.g. a concurrent run)
+        result.original = result.fixed = None

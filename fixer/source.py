@@ -1,14 +1,17 @@
 """Reading and writing source files without changing what we did not mean to change:
-encoding (PEP 263 cookie, BOM), newline style and permissions are kept; writes are atomic."""
+encoding (PEP 263 cookie, BOM), newline style, mode and owner are kept; writes are atomic and
+never overwrite a change made while the file was being fixed."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
-import tempfile
 import tokenize
 from dataclasses import dataclass
+
+from fixer import temp_files
 
 
 class SourceError(Exception):
@@ -72,19 +75,69 @@ def read_bytes(path: str) -> bytes:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename it over ``path`` (over the file a
-    symlink points to, so the link stays a link)."""
+class WriteError(Exception):
+    """A fix that was not written; the message is shown to the user as is."""
+
+
+def write_atomic(path: str, data: bytes, expected: bytes) -> bool:
+    """Replace the file at ``path`` by ``data`` if it still holds exactly ``expected`` (the bytes
+    the fix was computed from). Returns False, writing nothing, when it already holds ``data``.
+
+    The new content goes to a temporary file in the same folder, is flushed to disk, gets the
+    original's owner and mode, and is renamed over the file: a reader sees the old or the new file,
+    never a mix. A symlink stays a link; the file it points to is rewritten. Files the rename would
+    wrong are refused: read-only, owned by someone whose ownership we cannot keep, hard-linked."""
     path = os.path.realpath(path)
-    folder = os.path.dirname(path)
-    mode = os.stat(path).st_mode & 0o7777
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=".graphfix-", suffix=".tmp")
+    try:
+        info = os.stat(path)
+        _refuse_unsafe(path, info)
+        fd, temp = temp_files.create(os.path.dirname(path))
+    except OSError as exc:
+        raise _cannot_write(exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(temp, mode)
+            handle.flush()
+            _keep_owner(handle.fileno(), info)
+            os.fchmod(handle.fileno(), info.st_mode & 0o7777)  # after chown, which clears setuid bits
+            os.fsync(handle.fileno())
+        with open(path, "rb") as handle:
+            current = handle.read()
+        if current != expected:
+            if current == data:  # e.g. a concurrent graphfix run fixed it already
+                return False
+            raise WriteError("changed while being fixed; not written")
         os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+        return True
+    except OSError as exc:
+        raise _cannot_write(exc) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # gone after a successful rename
+
+
+def _cannot_write(exc: OSError) -> WriteError:
+    if isinstance(exc, FileNotFoundError):
+        return WriteError("deleted while being fixed; not written")
+    return WriteError(f"cannot write: {exc.strerror or exc}; not fixed")
+
+
+def _refuse_unsafe(path: str, info: os.stat_result) -> None:
+    # The rename needs only write access to the folder; the file's own permission must still count.
+    # No write bit at all is refused even for root, who passes os.access (editors warn there too).
+    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise WriteError("cannot write: read-only file; not fixed")
+    if info.st_nlink > 1:
+        raise WriteError(f"has {info.st_nlink} hard links; not fixed, the atomic rename would split them")
+
+
+def _keep_owner(fd: int, info: os.stat_result) -> None:
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) == (info.st_uid, info.st_gid):
+        return
+    try:
+        os.fchown(fd, info.st_uid, info.st_gid)
+    except PermissionError:
+        raise WriteError(
+            f"cannot write: owned by uid {info.st_uid} gid {info.st_gid}, which the rewritten file cannot keep; not fixed"
+        ) from None
