@@ -64,7 +64,7 @@ def check(
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Include fixes that change gradients or behaviour."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes, prefixes or names to enable (comma-separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes, prefixes or names to disable."),
-    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="Glob patterns of files/folders to skip."),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="Paths to skip: .gitignore-style patterns, relative to the folder given."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="Name to report for source read from stdin."),
     output_format: Optional[str] = typer.Option(None, "--output-format", help=f"One of: {', '.join(FORMATS)}."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
@@ -116,12 +116,13 @@ def check(
             raise typer.Exit(EXIT_ERROR)
         code = _run_stdin(stdin_filename or "-", options, diff, fix, fmt, quiet)
     else:
-        try:
-            files = discover(paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore)
-        except FileNotFoundError as exc:
-            _err(f"graphfix: error: {exc}: no such file or directory")
-            raise typer.Exit(EXIT_ERROR)
-        results = run(files, options, workers)
+        found = discover(paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore)
+        for problem in found.problems:
+            if not problem.is_error:
+                _err(f"{display_path(problem.path)}: warning: {problem.message}")
+        # a path that could not be used is reported (and counted) as a file that could not be read
+        unusable = [FileResult(p.path, errors=[p.message]) for p in found.problems if p.is_error]
+        results = unusable + run(found.files, options, workers)
         if statistics and not diff:
             code = _statistics(results, fix)
         else:

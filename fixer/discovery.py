@@ -1,81 +1,162 @@
-"""Which files to look at: explicit files always; folders recursively, minus virtualenvs, build
-output, hidden folders and what .gitignore excludes (asked of git when the folder is in a repo)."""
+"""Which files to look at. What discovery promises:
+
+- It never runs git or anything else from the checked tree, and never opens a file that could
+  block: ignore rules are read from the ignore files themselves (fixer.ignore), and only regular
+  files are returned.
+- A file named explicitly is always checked (if it is a regular file). A folder is walked for
+  `*.py`, minus hidden folders, SKIP_DIRS, any folder holding `pyvenv.cfg`, what git would ignore,
+  and the `exclude` patterns (gitignore syntax, matched against the path relative to the folder
+  given; a bare name matches at any depth). The given folder itself is always walked.
+- Symlinked folders are not followed; a symlinked file whose target lies outside the given folder
+  is skipped with a warning. Each file is returned once, even when reached through a link.
+- Nothing raises: a path that cannot be used becomes a Problem, and every other path is still
+  processed. The order is stable: paths in the order given, each folder's files sorted, then its
+  sub-folders sorted.
+"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import subprocess
+import stat
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
+
+from pathspec import GitIgnoreSpec
+
+from fixer.ignore import NO_RULES, Rules, compile_patterns, is_ignored, rules_above, rules_inside
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", "__pypackages__"})
 
 
-def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+class Problem(NamedTuple):
+    path: str
+    message: str
+    is_error: bool
 
 
-def _skip_dir(path: Path, patterns: Sequence[str]) -> bool:
-    name = path.name
-    if name.startswith(".") or name in SKIP_DIRS or _excluded(name, patterns):
-        return True
-    return (path / "pyvenv.cfg").exists()  # any virtualenv, whatever its name
+class Discovery(NamedTuple):
+    files: list[str]
+    problems: list[Problem]
 
 
-def _git_files(root: Path) -> list[Path] | None:
-    """Files git would track under ``root`` (tracked + untracked, minus ignored); None outside git."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    names = out.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return [root / name for name in names if name.endswith(".py")]
+class _Walk:
+    """One given folder: what is skipped in it, and the problems met."""
+
+    def __init__(self, root: str, exclude: Optional[GitIgnoreSpec], respect_gitignore: bool) -> None:
+        self.root = root
+        self.real_root = os.path.realpath(root)
+        self.exclude = exclude
+        self.respect_gitignore = respect_gitignore
+        self.problems: list[Problem] = []
+
+    def files(self) -> Iterator[tuple[str, str, bool]]:
+        """(path, real path, is a symlink) of each Python file to check, in walk order."""
+        rules = rules_above(self.root) if self.respect_gitignore else NO_RULES
+        stack = [(self.root, "", rules)]
+        while stack:
+            folder, rel, rules = stack.pop()
+            entries = self._scan(folder, is_root=not rel)
+            if entries is None or (rel and "pyvenv.cfg" in entries):  # any virtualenv, whatever its name
+                continue
+            if self.respect_gitignore:
+                rules = rules_inside(rules, folder, rel, entries)
+            folders = []
+            for name, entry in entries.items():
+                path, child = _join(folder, name), f"{rel}/{name}" if rel else name
+                if entry.is_dir(follow_symlinks=False):
+                    if not self._skip_folder(name, child, rules):
+                        folders.append((path, child, rules))
+                elif name.endswith(".py") and not self._skip_file(child, rules):
+                    real = self._real_file(path, child, entry)
+                    if real is not None:
+                        yield path, real, entry.is_symlink()
+            stack.extend(reversed(folders))
+
+    def _scan(self, folder: str, is_root: bool) -> Optional[dict[str, os.DirEntry]]:
+        try:
+            with os.scandir(folder) as scan:
+                return {entry.name: entry for entry in sorted(scan, key=lambda entry: entry.name)}
+        except OSError as exc:
+            self.problems.append(Problem(folder, f"cannot read folder: {_reason(exc)}", is_root))
+            return None
+
+    def _skip_folder(self, name: str, rel: str, rules: Rules) -> bool:
+        if name.startswith(".") or name in SKIP_DIRS:
+            return True
+        if self.exclude is not None and self.exclude.match_file(rel + "/"):
+            return True
+        return is_ignored(rules, rel, True)
+
+    def _skip_file(self, rel: str, rules: Rules) -> bool:
+        if self.exclude is not None and self.exclude.match_file(rel):
+            return True
+        return is_ignored(rules, rel, False)
+
+    def _real_file(self, path: str, rel: str, entry: os.DirEntry) -> Optional[str]:
+        """The real path of a regular file to check; None (with a problem when useful) otherwise."""
+        if not entry.is_symlink():
+            # FIFOs, sockets and devices are never opened: reading one could block forever
+            return os.path.join(self.real_root, rel) if entry.is_file() else None
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:  # a broken link or a loop: the user probably wants to know
+            self.problems.append(Problem(path, _reason(exc), True))
+            return None
+        if not stat.S_ISREG(mode):
+            return None
+        real = os.path.realpath(path)
+        if not _is_within(real, self.real_root):
+            self.problems.append(Problem(path, f"symlink points outside {self.root}; skipped", False))
+            return None
+        return real
 
 
-def _walk(root: Path, patterns: Sequence[str]) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root):
-        base = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not _skip_dir(base / d, patterns))
-        for name in sorted(files):
-            if name.endswith(".py") and not _excluded(name, patterns):
-                yield base / name
+def discover(paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignore: bool = True) -> Discovery:
+    """Python files under ``paths``, each once, in a stable order, and the problems met on the way."""
+    exclude_spec = compile_patterns(exclude) if exclude else None
+    found: dict[str, str] = {}  # real path -> the path we report
+    problems: list[Problem] = []
 
+    def add(path: str, real: str, is_link: bool) -> None:
+        if real not in found or (not is_link and os.path.islink(found[real])):
+            found[real] = path  # a file and a link to it: keep one, the file's own name if seen
 
-def _walk_git(root: Path, files: list[Path], patterns: Sequence[str]) -> Iterator[Path]:
-    skipped: dict[Path, bool] = {}
-    for path in sorted(files):
-        parts = path.relative_to(root).parts
-        folder, hidden = root, False
-        for part in parts[:-1]:
-            folder = folder / part
-            if folder not in skipped:
-                skipped[folder] = _skip_dir(folder, patterns)
-            if skipped[folder]:
-                hidden = True
-                break
-        if not hidden and not _excluded(path.name, patterns) and path.is_file():
-            yield path
-
-
-def discover(paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignore: bool = True) -> list[str]:
-    """Python files under ``paths``, each once, in a stable order; missing paths raise FileNotFoundError."""
-    seen: dict[str, None] = {}
     for raw in paths:
-        path = Path(raw)
-        if path.is_file() or (path.exists() and not path.is_dir()):
-            seen.setdefault(str(path), None)
+        path = _clean(raw)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            problems.append(Problem(raw, _reason(exc), True))
             continue
-        if not path.is_dir():
-            raise FileNotFoundError(raw)
-        git_files = _git_files(path) if respect_gitignore else None
-        found = _walk_git(path, git_files, exclude) if git_files is not None else _walk(path, exclude)
-        for file in found:
-            seen.setdefault(str(file), None)
-    return list(seen)
+        if stat.S_ISDIR(mode):
+            walk = _Walk(path, exclude_spec, respect_gitignore)
+            for file, real, is_link in walk.files():
+                add(file, real, is_link)
+            problems.extend(walk.problems)
+        elif stat.S_ISREG(mode):
+            add(path, os.path.realpath(path), os.path.islink(path))
+        else:
+            problems.append(Problem(raw, "not a regular file", True))
+    unique = {(os.path.normpath(p.path), p.message): p for p in problems}  # a path given and also walked
+    return Discovery(list(found.values()), list(unique.values()))
+
+
+def _clean(raw: str) -> str:
+    """``raw`` without ``./``, doubled and trailing slashes (``..`` stays: it may follow a link)."""
+    return str(Path(raw))
+
+
+def _join(folder: str, name: str) -> str:
+    if folder == os.curdir:
+        return name
+    return folder + name if folder.endswith(os.sep) else folder + os.sep + name
+
+
+def _is_within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _reason(exc: OSError) -> str:
+    """The errno text, as a message part: 'no such file or directory'."""
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]

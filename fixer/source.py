@@ -5,9 +5,11 @@ never overwrite a change made while the file was being fixed."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 
@@ -67,12 +69,25 @@ def encode(source: Source, text: str) -> bytes:
     return text.encode(source.encoding)
 
 
+# Opening a FIFO for reading blocks until a writer comes, and a terminal may become ours: neither
+# can happen with these flags. The file type is checked on the open descriptor, so no race.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
 def read_bytes(path: str) -> bytes:
+    """The bytes of a regular file; anything else (FIFO, socket, device, folder) is refused."""
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:  # ENXIO: a socket, or a device with nothing behind it
+        reason = "not a regular file" if exc.errno == errno.ENXIO else exc.strerror or exc
+        raise SourceError(f"cannot read: {reason}") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SourceError("cannot read: not a regular file")
             return handle.read()
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise SourceError(f"cannot read: {exc.strerror or exc}") from None
 
 
 class WriteError(Exception):

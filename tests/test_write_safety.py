@@ -130,7 +130,13 @@ def test_an_owner_that_cannot_be_kept_is_refused(buggy, monkeypatch):
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(os, "fchown", not_root)
-    monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result((0,) * 4 + (4242, 4242) + (0,) * 4))
+    real_fstat = os.fstat
+
+    def other_owner(fd):  # every descriptor seems owned by uid/gid 4242 (the temp file's too)
+        real = real_fstat(fd)
+        return os.stat_result(tuple(real[:4]) + (4242, 4242) + tuple(real[6:10]))
+
+    monkeypatch.setattr(os, "fstat", other_owner)
     info = buggy.stat()
     result = process_file(str(buggy), OPTIONS)
     owner = f"owned by uid {info.st_uid} gid {info.st_gid}, which the rewritten file cannot keep; not fixed"
