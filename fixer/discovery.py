@@ -99,8 +99,8 @@ class _Walk:
             return os.path.join(self.real_root, rel) if entry.is_file() else None
         try:
             mode = os.stat(path).st_mode
-        except OSError as exc:  # a broken link or a loop: the user probably wants to know
-            self.problems.append(Problem(path, _reason(exc), True))
+        except OSError as exc:  # a broken link or a loop holds no code (editors' lock files are such links)
+            self.problems.append(Problem(path, f"{_reason(exc)}; skipped", False))
             return None
         if not stat.S_ISREG(mode):
             return None

@@ -133,7 +133,7 @@ def refusal(data: bytes, rules: Sequence[type[Rule]], options: Options) -> Optio
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / 1024 / 1024:.1f} MB"
+    return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size / 1024:.1f} KB"
 
 
 def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:

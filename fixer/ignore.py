@@ -11,6 +11,7 @@ applied. Not covered: `core.excludesFile`, and files git tracks although they ma
 from __future__ import annotations
 
 import os
+import re
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from pathspec import GitIgnoreSpec
@@ -55,7 +56,7 @@ def _read_spec(path: str) -> Optional[GitIgnoreSpec]:
         text = read_bytes(path).decode("utf-8", "surrogateescape")
     except SourceError:  # missing, unreadable, or not a regular file (a FIFO would hang)
         return None
-    spec = compile_patterns(text.splitlines())
+    spec = compile_patterns(re.split(r"\r?\n", text))  # as git: only \n ends a line (not form feed)
     return spec if len(spec) else None
 
 
