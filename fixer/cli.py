@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import List, Optional
 
@@ -25,7 +26,7 @@ from fixer.source import encode, decode, SourceError
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 123
 SUBCOMMANDS = ("check", "rules", "explain")
 
-app = typer.Typer(add_completion=False, no_args_is_help=False, context_settings={"help_option_names": ["-h", "--help"]})
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def _split(values: Optional[List[str]]) -> list[str]:
@@ -266,6 +267,11 @@ def main(argv: Optional[List[str]] = None) -> None:
         args.insert(0, "check")
     try:
         app(args=args, prog_name="graphfix", standalone_mode=True)
+    except Exception as exc:  # a bug of ours: one line and exit 123, never 1 (which means findings)
+        if "-v" in args or "--verbose" in args:
+            traceback.print_exc()
+        _err(f"graphfix: internal error: {type(exc).__name__}: {exc} (--verbose shows the traceback)")
+        raise SystemExit(EXIT_ERROR)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_ERROR)
         if code == 2 and args[0] == "check":  # usage error

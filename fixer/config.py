@@ -49,10 +49,15 @@ _LISTS = {"select", "ignore", "exclude"}
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml (from ``start`` upward) that configures graphfix: as ruff does,
+    a pyproject.toml without a graphfix table (a package's own metadata) does not hide the one above."""
     for folder in [start, *start.parents]:
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file() and b"graphfix" in candidate.read_bytes():
+                return candidate
+        except OSError:
+            continue
     return None
 
 

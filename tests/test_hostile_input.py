@@ -174,7 +174,7 @@ def test_bad_config_gets_one_line_not_a_traceback(tmp_path, config):
     """D11: `tool = 1` crashed with a traceback and exit 1; `jobs = -5` was taken silently."""
     (tmp_path / "pyproject.toml").write_text(config)
     (tmp_path / "t.py").write_text(GOOD)
-    out = graphfix("t.py", cwd=tmp_path)
+    out = graphfix("--config", "pyproject.toml", "t.py", cwd=tmp_path)
     assert out.returncode == 123
     assert out.stderr.decode().startswith("graphfix: error:") and b"Traceback" not in out.stderr
 
@@ -338,3 +338,28 @@ def test_engine_gives_the_same_fixes_on_every_supported_python(python):
     there = subprocess.run([python, *args], capture_output=True, text=True, env=env)
     assert there.returncode == 0, there.stderr
     assert there.stdout == here.stdout
+
+
+def test_an_internal_error_exits_123_in_one_line(tmp_path, monkeypatch, capsys):
+    """A bug of ours must not exit 1 (which CI reads as "findings") with a traceback."""
+    from fixer import cli
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(cli, "discover", broken)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["."])
+    assert exit_info.value.code == 123
+    assert capsys.readouterr().err == "graphfix: internal error: KeyError: 'boom' (--verbose shows the traceback)\n"
+
+
+def test_a_pyproject_without_graphfix_settings_does_not_hide_the_one_above(tmp_path):
+    """ecosystem report: a sub-package's pyproject.toml hid the project's [tool.graphfix]."""
+    (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nignore = ["GF301"]\n')
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    (package / "t.py").write_text(GOOD)
+    assert graphfix("t.py", cwd=package).returncode == 0
