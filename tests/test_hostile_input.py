@@ -363,3 +363,12 @@ def test_a_pyproject_without_graphfix_settings_does_not_hide_the_one_above(tmp_p
     (package / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
     (package / "t.py").write_text(GOOD)
     assert graphfix("t.py", cwd=package).returncode == 0
+
+
+def test_a_deleted_statement_keeps_its_comment_at_its_indentation():
+    """D23: `    loss2.backward()  # c` left `  # c`, indented by the spaces before the comment."""
+    source = (ROOT / "fixtures/separate_backward_through_shared_graph/seed000_two_outputs.before.py").read_text()
+    source = source.replace("  # expect: GF105", "").replace("    loss2.backward()\n", "    loss2.backward()  # the second head\n")
+    fixed, errors = fix(source)
+    assert errors == []
+    assert "    (loss1 + loss2).backward()\n    # the second head\n" in fixed
