@@ -4,7 +4,8 @@ Each snippet is written with 4-space indentation; the generator re-indents it wi
 indent unit and splices it in. Every identifier of a snippet ends with the marker `_mN` (written
 `_M` here), and its first and last lines mention the marker, so the lines a fix may touch are
 found again in any text: from the first to the last line that carries the marker.
-`{pre}` marks a simple statement that may get a non-ASCII statement in front of it (`x = "é"; `),
+`{deep}` may become a long elif chain, `{sum}` a long `+ loss` sum (up to ~1,000: CPython
+compiles them). `{pre}` marks a simple statement that may get a non-ASCII statement in front of it (`x = "é"; `),
 so that fixed columns come after multi-byte characters.
 """
 
@@ -19,8 +20,9 @@ for x_M in batches_M:
     opt_M.zero_grad()
     loss_M = net_M(x_M).sum()
     loss_M.backward()
+    {deep}
     opt_M.step()
-    {pre}total_M += loss_M
+    {pre}total_M += loss_M{sum}
 """),
     ("GF301", """\
 net_M = nn.Linear(3, 1)

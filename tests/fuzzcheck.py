@@ -2,7 +2,7 @@
 
 `check(data)` runs every rule with unsafe fixes in-process, the way `graphfix --fix
 --unsafe-fixes` does, and returns what went wrong, as (kind, detail) pairs:
-- for any input: no exception escapes the engine;
+- for any input: no exception escapes the engine, and it answers within LIMIT seconds;
 - for inputs CPython compiles: no error in the result (rule crash, refused fix, non-convergence,
   "cannot parse"); the fixed text compiles; a second run changes nothing; every changed line lies
   within a snippet (first to last line carrying its marker `_mN`) in which a finding starts;
@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import difflib
 import re
+import signal
+import time
+from contextlib import contextmanager
 import warnings
 from dataclasses import dataclass, field
 
@@ -22,10 +25,34 @@ from fixer.registry import all_rules
 from fixer.source import SourceError, decode, encode
 
 OPTIONS = Options(rules=tuple(all_rules()), fix=True, unsafe=True)
-KINDS = ("uncaught exception", "rule crash", "refused fix", "non-convergence", "engine cannot parse",
+KINDS = ("timeout", "uncaught exception", "rule crash", "refused fix", "non-convergence", "engine cannot parse",
          "other error", "unparsable output", "non-idempotent", "edit outside snippets", "format changed")
 BREAK = re.compile(r"\r\n|\r|\n")
 MARKER = re.compile(r"_m\d+\b")
+LIMIT = 10.0  # seconds per engine run; the slowest healthy programs take about 5
+
+
+class Timeout(BaseException):
+    """Not an Exception, so the engine's per-rule `except Exception` cannot swallow it."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    def expire(signum, frame):
+        raise Timeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(data: bytes):
+    with time_limit(LIMIT):
+        return process_source("fuzz.py", data, OPTIONS)
 
 
 @dataclass
@@ -116,7 +143,10 @@ def format_changes(data: bytes, source, fixed: str) -> list[str]:
 def check(data: bytes) -> Outcome:
     outcome = Outcome(compiles=compiles(data))
     try:
-        result = process_source("fuzz.py", data, OPTIONS)
+        result = run(data)
+    except Timeout:
+        outcome.failures.append(("timeout", f"no result after {LIMIT:.0f} s"))
+        return outcome
     except Exception as exc:  # noqa: BLE001 - that is the finding
         outcome.failures.append(("uncaught exception", f"{type(exc).__name__}: {exc}"))
         return outcome
@@ -134,7 +164,10 @@ def check(data: bytes) -> Outcome:
     source = decode(data)
     outcome.failures += [("format changed", problem) for problem in format_changes(data, source, fixed)]
     try:
-        again = process_source("fuzz.py", encode(source, fixed), OPTIONS)
+        again = run(encode(source, fixed))
+    except Timeout:
+        outcome.failures.append(("timeout", f"second run: no result after {LIMIT:.0f} s"))
+        return outcome
     except Exception as exc:  # noqa: BLE001
         outcome.failures.append(("uncaught exception", f"second run: {type(exc).__name__}: {exc}"))
         return outcome
@@ -145,23 +178,21 @@ def check(data: bytes) -> Outcome:
     return outcome
 
 
-def reduce(data: bytes, kind: str, budget: int = 400) -> bytes:
+def reduce(data: bytes, kind: str, seconds: float = 20.0) -> bytes:
     """Delta-debug ``data`` line by line to a smaller input that still fails with ``kind``.
     Lines are dropped in chunks, then one by one; the first line (a coding cookie) is kept
-    whenever the input has one."""
+    whenever the input has one. Stops after about ``seconds``."""
     parts = [p for p in re.split(rb"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", data) if p]
     head = parts.pop(0) if parts and parts[0].startswith(b"# -*- coding") else b""
-    calls = 0
+    deadline = time.monotonic() + seconds
 
     def fails(candidate: list[bytes]) -> bool:
-        nonlocal calls
-        calls += 1
         return kind in check(head + b"".join(candidate)).kinds()
 
     chunk = max(1, len(parts) // 2)
-    while chunk >= 1 and calls < budget:
+    while chunk >= 1 and time.monotonic() < deadline:
         start, progressed = 0, False
-        while start < len(parts) and calls < budget:
+        while start < len(parts) and time.monotonic() < deadline:
             candidate = parts[:start] + parts[start + chunk :]
             if candidate and fails(candidate):
                 parts, progressed = candidate, True

@@ -206,6 +206,12 @@ class _Gen:
         for raw in template.splitlines():
             stripped = raw.lstrip(" ")
             depth = (len(raw) - len(stripped)) // 4
+            if stripped == "{deep}":
+                lines += self.elif_chain(level + depth) if self.rng.random() < 0.1 else []
+                continue
+            if "{sum}" in stripped:
+                terms = self.size() if self.rng.random() < 0.2 else 0
+                stripped = stripped.replace("{sum}", f" + loss_m{number}" * terms)
             if "{pre}" in stripped:
                 pre = f'tag_m{number} = "{self.rng.choice(self.texts)}"; ' if self.rng.random() < 0.5 else ""
                 stripped = stripped.replace("{pre}", pre)
