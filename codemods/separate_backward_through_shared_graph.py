@@ -55,7 +55,7 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
     flowing_nodes,
     graph_origins,
@@ -86,7 +86,7 @@ class SeparateBackwardThroughSharedGraph(Rule):
                 loop = _loop_over_losses(ctx, scope, call)
                 if loop is not None:
                     yield _merge_loop(self, ctx, loop)
-            if len(calls) < 2 or _gan_step(ctx, scope):
+            if len(calls) < 2:
                 continue
             merged: set[int] = set()
             for index, call in enumerate(calls):
@@ -96,6 +96,8 @@ class SeparateBackwardThroughSharedGraph(Rule):
                 if later is None:
                     continue
                 partner, origins = later
+                if _gan_step(ctx, scope, call, partner):
+                    continue
                 chain = _mergeable_chain(ctx, scope, call, calls[index + 1 :])
                 if chain:
                     diagnostic = _merge(self, ctx, scope, chain, origins)
@@ -177,16 +179,26 @@ def _merge_loop(rule: Rule, ctx: FileContext, loop: ast.For) -> Diagnostic:
     )
 
 
-def _gan_step(ctx: FileContext, scope: Scope) -> bool:
+def _gan_step(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> bool:
     """GF103 reports the real cause here (a discriminator step on an undetached fake); its fix
-    makes the graphs independent, so adding retain_graph would only hide it."""
+    makes the graphs independent, so adding retain_graph would only hide it. "Here": in this scope,
+    in the innermost loop around both backward calls (a GAN loop elsewhere in a module is another matter)."""
     from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
 
     lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
-    node = scope.node
-    if isinstance(node, ast.Module):
-        return bool(lines)
-    return any(node.lineno <= line <= node.end_lineno for line in lines)
+    if not lines:
+        return False
+    loops = [n for n in scope_nodes(scope) if isinstance(n, LOOPS)]
+    shared = [loop for loop in enclosing_loops(ctx, call.node, scope) if loop.lineno <= partner.node.lineno <= loop.end_lineno]
+    around_calls = shared[0] if shared else None
+    owners = [s.node for s in scopes(ctx)]
+    return any(_innermost(owners, line) is scope.node and _innermost(loops, line) is around_calls for line in lines)
+
+
+def _innermost(nodes: list[ast.AST], line: int) -> Optional[ast.AST]:
+    """The innermost of nested ``nodes`` around ``line`` (a module is around every line)."""
+    around = [n for n in nodes if isinstance(n, ast.Module) or n.lineno <= line <= n.end_lineno]
+    return max(around, key=lambda n: getattr(n, "lineno", 0), default=None)
 
 
 def _standalone(ctx: FileContext, call: BackwardCall) -> bool:

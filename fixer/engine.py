@@ -80,9 +80,13 @@ def _check(rule: type[Rule], ctx: FileContext) -> list[Diagnostic]:
     return list(rule().check(ctx))
 
 
-def fix_text(path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str) -> tuple[str, list[Diagnostic], list[str]]:
+def fix_text(
+    path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str, rules: Sequence[type[Rule]]
+) -> tuple[str, list[Diagnostic], list[str]]:
     """Apply fixes pass after pass until none is left. Returns (text, remaining diagnostics, errors);
-    on any failure the original text is returned with the error."""
+    on any failure the original text is returned with the error. The passes run the ``rules`` the
+    first run ran (those the original passed the pre-filter for): a fix never brings in a rule the
+    report did not run."""
     current, remaining = text, diagnostics
     for _ in range(MAX_PASSES):
         chosen = select_fixes(remaining, options.unsafe)
@@ -94,7 +98,7 @@ def fix_text(path: str, text: str, diagnostics: list[Diagnostic], options: Optio
         except ValueError as exc:  # a rule's fix with edits that collide: never guess an order
             return text, diagnostics, [f"fix by {codes} is inconsistent ({exc}); file left unchanged"]
         try:
-            remaining, crashes = run_rules(path, new, options.rules, newline, options.verbose)
+            remaining, crashes = run_rules(path, new, rules, newline, options.verbose)
         except SyntaxError as exc:
             return text, diagnostics, [f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged"]
         if crashes:
@@ -166,7 +170,7 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     result.errors.extend(crashes)
     if crashes or not options.fix or not any(d.fix for d in diagnostics):
         return result
-    fixed, remaining, errors = fix_text(path, padded, diagnostics, options, source.newline)
+    fixed, remaining, errors = fix_text(path, padded, diagnostics, options, source.newline, rules)
     if padded is not text and fixed.endswith(source.newline):
         fixed = fixed[: -len(source.newline)]
     result.errors.extend(errors)

@@ -30,6 +30,7 @@ class Source:
 # The only line breaks of Python source (the tokenizer's and ast's): str.splitlines() also breaks at
 # form feed, VT, \x1c-\x1e, U+0085, U+2028/9, which would shift every position after them.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+LINE_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
 
 
 def split_lines(text: str) -> list[str]:
@@ -52,11 +53,26 @@ def detect_newline(text: str) -> str:
     return "\n"
 
 
+def _first_lines(data: bytes):
+    """A readline for tokenize.detect_encoding that ends lines where Python does: a coding cookie
+    on the first line of a CR-only file is found (io.BytesIO.readline only breaks at \\n)."""
+    lines, start = [], 0
+    for match in LINE_BREAK_BYTES.finditer(data):
+        lines.append(data[start : match.end()])
+        start = match.end()
+        if len(lines) == 2:  # the cookie can only be on the first two lines
+            break
+    if len(lines) < 2:
+        lines.append(data[start:])
+    pending = iter(lines)
+    return lambda: next(pending, b"")
+
+
 def decode(data: bytes) -> Source:
     if b"\0" in data:
         raise SourceError("binary file (contains NUL bytes)")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding, _ = tokenize.detect_encoding(_first_lines(data))
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot decode: {exc}") from None

@@ -260,8 +260,9 @@ def _reads(body_nodes: list[ast.AST], name: str) -> list[ast.expr]:
 
 def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Optional[CarriedValue]:
     first_read = flowing = None
+    defining = [s for s in _defining_statements(ctx, it, defs) if surely_defines(s, name)]
     for read in _reads(body_nodes, name):
-        if any(dominates(ctx, s, read) and surely_defines(s, name) for s in _defining_statements(ctx, it, defs)):
+        if any(dominates(ctx, s, read) for s in defining):
             break  # this and later reads see this pass's own value
         if _reset_by_call_before(ctx, scope, it, name, read):
             break
@@ -292,8 +293,8 @@ def _defining_statements(ctx: FileContext, it: Iteration, defs) -> list[ast.AST]
         if isinstance(stmt, ast.withitem):
             continue
         for node in [stmt, *ctx.ancestors(stmt)]:
-            if node is it.node:
-                break
+            if node is it.node or id(node) in found:
+                break  # the statements around this one are in already
             if isinstance(node, ast.stmt):
                 found[id(node)] = node
     return list(found.values())
