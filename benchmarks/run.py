@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Real-code benchmark: run graphfix and ruff over torch's source and a pinned corpus.
 
+Two corpora: `library` (torch plus the packages of corpus.txt) and `training`
+(the repositories of training_corpus.txt, brought in by training_trees.py).
 See benchmarks/README.md. Stdlib only; Python >= 3.9.
 """
 import argparse
@@ -18,9 +20,15 @@ import tarfile
 import tempfile
 import time
 import zipfile
+from collections import Counter
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import training_trees  # noqa: E402  (a sibling script)
+
+CORPORA = {"library": os.path.join(HERE, "corpus.txt"),
+           "training": training_trees.DEFAULT_CORPUS}
 CRASH_MARKER = "Traceback (most recent call last)"
 OK_EXIT_CODES = {0, 1, 123}
 SPEED_RATIO_LIMIT = 2.0
@@ -35,6 +43,7 @@ class Tree:
     base: str
     rel: str
     is_torch: bool = False
+    repo: "training_trees.Repo | None" = None
 
     @property
     def path(self):
@@ -165,15 +174,17 @@ def torch_tree(torch_dir):
 
 
 def count_source(root):
-    """(number of .py files, number of lines) under root."""
-    files = lines = 0
+    """(.py files, their lines, .ipynb files) under root."""
+    files = lines = notebooks = 0
     for dirpath, _, filenames in os.walk(root):
         for filename in filenames:
             if filename.endswith(".py"):
                 files += 1
                 with open(os.path.join(dirpath, filename), "rb") as f:
                     lines += f.read().count(b"\n")
-    return files, lines
+            elif filename.endswith(".ipynb"):
+                notebooks += 1
+    return files, lines, notebooks
 
 
 # ---------------------------------------------------------------- measuring
@@ -269,6 +280,7 @@ def parse_findings(run, tree):
         "code": d["code"],
         "message": d["message"],
         "fixable": d.get("fix") is not None,
+        "applicability": (d.get("fix") or {}).get("applicability"),
     } for d in raw]
     findings.sort(key=lambda d: (d["path"], d["row"], d["column"], d["code"]))
     return findings
@@ -318,14 +330,18 @@ def ruff_result(runs):
 # ---------------------------------------------------------------- benchmark
 
 
-def bench_tree(tree, graphfix, ruff, jobs, repeat):
+def bench_tree(tree, graphfix, ruff, jobs, repeat, unsafe=False):
     """Count and time one tree; return its result dict."""
-    files, lines = count_source(tree.path)
+    files, lines, notebooks = count_source(tree.path)
     result = {"tree": tree.name, "path": tree.path, "is_torch": tree.is_torch,
-              "files": files, "lines": lines, "graphfix": None, "ruff": None}
+              "files": files, "lines": lines, "notebooks": notebooks,
+              "graphfix": None, "ruff": None}
+    if tree.repo:
+        result.update(commit=tree.repo.commit, domain=tree.repo.domain)
     if graphfix:
-        cmd = graphfix + ["--output-format", "json", "--jobs", str(jobs), tree.rel]
-        result["graphfix"] = graphfix_result(run_repeated(cmd, tree.base, repeat), tree)
+        cmd = graphfix + ["--output-format", "json", "--jobs", str(jobs)]
+        cmd += ["--unsafe-fixes"] if unsafe else []
+        result["graphfix"] = graphfix_result(run_repeated(cmd + [tree.rel], tree.base, repeat), tree)
     if ruff:
         cmd = ruff + ["check", "--isolated", "--no-cache", "--quiet", "--exit-zero", tree.rel]
         result["ruff"] = ruff_result(run_repeated(cmd, tree.base, repeat, keep_stdout=False))
@@ -348,13 +364,15 @@ def total_row(results):
     return {"tree": "TOTAL",
             "files": sum(r["files"] for r in results),
             "lines": sum(r["lines"] for r in results),
+            "notebooks": sum(r["notebooks"] for r in results),
             "graphfix": tool_total("graphfix", True),
             "ruff": tool_total("ruff", False)}
 
 
 # ---------------------------------------------------------------- report
 
-COLUMNS = [("tree", "<", 32), ("files", ">", 6), ("lines", ">", 9), ("graphfix s", ">", 10),
+COLUMNS = [("tree", "<", 32), ("files", ">", 6), ("lines", ">", 9), ("ipynb", ">", 5),
+           ("graphfix s", ">", 10),
            ("ruff s", ">", 7), ("ratio", ">", 6), ("gf MiB", ">", 7),
            ("findings", ">", 8), ("errors", ">", 6)]
 
@@ -369,7 +387,7 @@ def table_cells(row):
     ratio = "-"
     if gf and ruff and ruff["best_seconds"] > 0:
         ratio = f"{gf['best_seconds'] / ruff['best_seconds']:.2f}"
-    return [row["tree"], str(row["files"]), str(row["lines"]),
+    return [row["tree"], str(row["files"]), str(row["lines"]), str(row["notebooks"]),
             f"{gf['best_seconds']:.2f}" if gf else "-",
             f"{ruff['best_seconds']:.2f}" if ruff else "-",
             ratio,
@@ -391,7 +409,9 @@ def print_report(results, total):
     gf_results = [r for r in results if r["graphfix"]]
     findings = [f for r in gf_results for f in r["graphfix"]["findings"]]
     errors = [e for r in gf_results for e in r["graphfix"]["errors"]]
-    print(f"\nFindings ({len(findings)}):")
+    by_rule = Counter(f["code"] for f in findings)
+    per_rule = ", ".join(f"{code} {n}" for code, n in sorted(by_rule.items()))
+    print(f"\nFindings ({len(findings)}):" + (f" {per_rule}" if per_rule else ""))
     for f in findings:
         print(f"{f['path']}:{f['row']}:{f['column']}: {f['code']} {f['message']}")
     print(f"\nErrors ({len(errors)}):")
@@ -402,6 +422,43 @@ def print_report(results, total):
         print(f"\nCrashes ({len(crashes)}):")
         for r in crashes:
             print(f"--- {r['tree']}: {r['graphfix']['crash']}")
+
+
+def write_diff(tree, graphfix, jobs, unsafe, diff_dir):
+    """graphfix --diff on one tree (cwd = tree base) into DIR/<tree>.diff; stderr beside it."""
+    os.makedirs(diff_dir, exist_ok=True)
+    cmd = graphfix + ["--diff", "--jobs", str(jobs)] + (["--unsafe-fixes"] if unsafe else [])
+    proc = subprocess.run(cmd + [tree.rel], cwd=tree.base, capture_output=True, text=True)
+    name = tree.name.replace("/", "+")
+    with open(os.path.join(diff_dir, name + ".diff"), "w") as f:
+        f.write(proc.stdout)
+    if proc.stderr:
+        with open(os.path.join(diff_dir, name + ".stderr"), "w") as f:
+            f.write(proc.stderr)
+
+
+def findings_record(results, unsafe):
+    """Per tree: counts, time, errors and findings with paths relative to the tree root."""
+    trees = []
+    for r in results:
+        gf = r["graphfix"]
+        if gf is None:
+            continue
+        prefix = os.path.basename(r["path"]) + os.sep
+        findings = [{"path": f["path"][len(prefix):] if f["path"].startswith(prefix) else f["path"],
+                     "line": f["row"], "column": f["column"], "code": f["code"],
+                     "message": f["message"], "fix": f["fixable"],
+                     "applicability": f["applicability"]} for f in gf["findings"]]
+        errors = [e[len(prefix):] if e.startswith(prefix) else e for e in gf["errors"]]
+        tree = {"tree": r["tree"]}
+        tree.update({k: r[k] for k in ("commit", "domain") if k in r})
+        tree.update(files=r["files"], lines=r["lines"], notebooks=r["notebooks"],
+                    graphfix_seconds=round(gf["best_seconds"], 3),
+                    findings_by_rule=dict(sorted(Counter(f["code"] for f in findings).items())),
+                    errors=errors, crash=gf["crash"], findings=findings)
+        trees.append(tree)
+    command = "graphfix --output-format json" + (" --unsafe-fixes" if unsafe else "")
+    return {"command": command, "trees": trees}
 
 
 def check_speed(results):
@@ -426,17 +483,26 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/graphfix-bench"),
                    help="download/unpack folder, outside the repo (default: %(default)s)")
-    p.add_argument("--corpus", default=os.path.join(HERE, "corpus.txt"),
-                   help="pinned requirements, one per line (default: %(default)s)")
+    p.add_argument("--corpus", default="library",
+                   help="'library' (torch + corpus.txt), 'training' (training_corpus.txt), "
+                        "or a list in either format (default: %(default)s)")
+    p.add_argument("--mirror", default=training_trees.DEFAULT_MIRROR,
+                   help="training corpus: folder of git mirrors (default: %(default)s)")
     p.add_argument("--torch-dir", help="torch source dir (default: found via importlib)")
-    p.add_argument("--only", help="comma-separated tree names to run (e.g. torch,timm)")
+    p.add_argument("--only", help="comma-separated tree names to run (e.g. torch,timm or owner/name)")
     p.add_argument("--skip-download", action="store_true", help="use only what is cached")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="graphfix --jobs (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=3, help="runs per tool; best wall time is kept")
     p.add_argument("--graphfix", help="graphfix command (default: graphfix on PATH)")
     p.add_argument("--ruff", help="ruff command (default: ruff on PATH)")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="pass --unsafe-fixes to graphfix (unsafe fixes in the JSON)")
     p.add_argument("--json", metavar="OUT", help="also write all results as JSON to OUT")
+    p.add_argument("--findings", metavar="OUT",
+                   help="write per-tree counts and findings (paths relative to the tree) to OUT")
+    p.add_argument("--diff-dir", metavar="DIR",
+                   help="also run graphfix --diff once per tree and write DIR/<tree>.diff")
     p.add_argument("--check-speed", action="store_true",
                    help=f"exit 2 if on torch graphfix > {SPEED_RATIO_LIMIT:g}x ruff "
                         f"or peak RSS > {RSS_LIMIT_MIB:g} MiB")
@@ -446,9 +512,43 @@ def parse_args(argv):
     return p, args
 
 
+def is_training_list(path):
+    """True if the first entry of path is 'owner/name <commit> <domain>'."""
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                return "==" not in line
+    return False
+
+
+def collect_training_trees(args, parser, path):
+    """Trees of a training list, brought in from the mirror unless --skip-download."""
+    repos = training_trees.read_corpus(path)
+    if args.only:
+        only = {n.strip() for n in args.only.split(",") if n.strip()}
+        unknown = only - {r.repo for r in repos}
+        if unknown:
+            parser.error(f"--only: unknown tree(s): {', '.join(sorted(unknown))}")
+        repos = [r for r in repos if r.repo in only]
+    cache = os.path.join(args.cache, "training")
+    if not args.skip_download:
+        training_trees.bring_all(repos, args.mirror, cache, quiet=True)
+    trees = []
+    for repo in repos:
+        if os.path.isdir(training_trees.tree_path(cache, repo)):
+            trees.append(Tree(repo.repo, cache, repo.dirname, repo=repo))
+        else:
+            print(f"skipping {repo.repo}: not in {cache}", file=sys.stderr)
+    return trees
+
+
 def collect_trees(args, parser):
     """Trees to benchmark, in corpus order with torch first."""
-    reqs = read_corpus(args.corpus)
+    path = CORPORA.get(args.corpus, args.corpus)
+    if is_training_list(path):
+        return collect_training_trees(args, parser, path)
+    reqs = read_corpus(path)
     only = None
     if args.only:
         only = {normalize(n) for n in args.only.split(",") if n.strip()}
@@ -478,9 +578,15 @@ def main(argv=None):
     results = []
     for tree in trees:
         print(f"benchmarking {tree.name} ...", file=sys.stderr, flush=True)
-        results.append(bench_tree(tree, graphfix, ruff, args.jobs, args.repeat))
+        results.append(bench_tree(tree, graphfix, ruff, args.jobs, args.repeat, args.unsafe_fixes))
+        if graphfix and args.diff_dir:
+            write_diff(tree, graphfix, args.jobs, args.unsafe_fixes, args.diff_dir)
     total = total_row(results)
     print_report(results, total)
+    if args.findings:
+        with open(args.findings, "w") as f:
+            json.dump(findings_record(results, args.unsafe_fixes), f, indent=1)
+            f.write("\n")
 
     speed_problems = check_speed(results) if args.check_speed else []
     for problem in speed_problems:
