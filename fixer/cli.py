@@ -80,6 +80,8 @@ def check(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
 ) -> None:
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
+    global _silent
+    _silent = silent
     settings = _settings(config)
     if diff and fix:
         _err("graphfix: error: --diff and --fix cannot be combined")
@@ -104,8 +106,6 @@ def check(
         rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose,
         max_file_size=size_limit,
     )
-    global _silent
-    _silent = silent
     quiet = quiet or silent
     if stdin_filename is not None and paths and paths != ["-"]:
         _err("graphfix: error: --stdin-filename reads the source from stdin; give no other path (or '-')")

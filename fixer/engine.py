@@ -144,8 +144,9 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     result = FileResult(path)
     rules = active_rules(data, options.rules)
     refused = refusal(data, rules, options)
+    if refused:
+        result.errors.append(refused)
     if refused or not rules:
-        result.errors.extend([refused] if refused else [])
         return result
     try:
         source = source or decode(data)
