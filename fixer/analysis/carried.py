@@ -260,9 +260,11 @@ def _reads(body_nodes: list[ast.AST], name: str) -> list[ast.expr]:
 
 def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Optional[CarriedValue]:
     first_read = flowing = None
-    defining = [s for s in _defining_statements(ctx, it, defs) if surely_defines(s, name)]
+    memo: dict[int, bool] = {}
+    defining = [(s, _blocks_around(ctx, s)) for s in _defining_statements(ctx, it, defs) if surely_defines(s, name, memo)]
     for read in _reads(body_nodes, name):
-        if any(dominates(ctx, s, read) for s in defining):
+        at = position(read)
+        if any(any(a <= at <= b for a, b in blocks) and dominates(ctx, s, read) for s, blocks in defining):
             break  # this and later reads see this pass's own value
         if _reset_by_call_before(ctx, scope, it, name, read):
             break
@@ -284,6 +286,22 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
     initial, defined = initial_value(ctx, scope, graph, it, name)
     shape = shape_of(ctx, graph, [v for _, v in stores], initial)
     return CarriedValue(name, False, it, first_read, flowing, stores, initial, defined, shape, False)
+
+
+def _blocks_around(ctx: FileContext, stmt: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Spans of the blocks in which ``dominates`` may find ``stmt`` enclosing a later node: its own
+    block and, past ``with`` and ``try`` bodies, the blocks around them (a cheap test before it)."""
+    spans = []
+    child = stmt
+    for parent in ctx.ancestors(stmt):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None) or []
+            if any(child is s for s in block):
+                spans.append((position(block[0]), end_position(block[-1])))
+        if not (isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body):
+            break
+        child = parent
+    return spans
 
 
 def _defining_statements(ctx: FileContext, it: Iteration, defs) -> list[ast.AST]:

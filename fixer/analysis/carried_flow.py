@@ -100,23 +100,30 @@ def dominates(ctx: FileContext, stmt: ast.AST, node: ast.AST) -> bool:
     return False
 
 
-def surely_defines(stmt: ast.AST, name: str) -> bool:
+def surely_defines(stmt: ast.AST, name: str, memo: Optional[dict[int, bool]] = None) -> bool:
     """True if running ``stmt`` always binds ``name`` (an assignment, or an ``if``/``else`` or
-    ``try`` whose every branch does)."""
+    ``try`` whose every branch does). ``memo`` (one per name) keeps long ``elif`` chains linear."""
+    memo = {} if memo is None else memo
+    if id(stmt) not in memo:
+        memo[id(stmt)] = _surely_defines(stmt, name, memo)
+    return memo[id(stmt)]
+
+
+def _surely_defines(stmt: ast.AST, name: str, memo: dict[int, bool]) -> bool:
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         return name in statement_effect(stmt)[0] and not any(isinstance(t, ast.Subscript) for t in targets)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return _block_defines(stmt.body, name)
+        return _block_defines(stmt.body, name, memo)
     if isinstance(stmt, ast.If):
-        return _block_defines(stmt.body, name) and _block_defines(stmt.orelse, name)
+        return _block_defines(stmt.body, name, memo) and _block_defines(stmt.orelse, name, memo)
     if isinstance(stmt, ast.Try):
-        return _block_defines(stmt.body, name) and all(_block_defines(h.body, name) for h in stmt.handlers)
+        return _block_defines(stmt.body, name, memo) and all(_block_defines(h.body, name, memo) for h in stmt.handlers)
     return False
 
 
-def _block_defines(block: list[ast.stmt], name: str) -> bool:
-    return any(surely_defines(s, name) for s in block)
+def _block_defines(block: list[ast.stmt], name: str, memo: dict[int, bool]) -> bool:
+    return any(surely_defines(s, name, memo) for s in block)
 
 
 def statement_effect(stmt: ast.AST) -> tuple[set[str], list[ast.expr]]:

@@ -13,6 +13,7 @@ is written.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -100,8 +101,23 @@ def flows_to(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.stmt, 
         return True
     if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         return False
-    region = [n for n in scope_nodes(scope) if hasattr(n, "lineno") and between(n, stmt, call.node, inclusive_end=True)]
-    return flows_straight(ctx, graph, stmt, region, call)
+    assignments, starts = _assignments(ctx, scope)
+    first = bisect.bisect_left(starts, (stmt.end_lineno, stmt.end_col_offset))
+    last = bisect.bisect_right(starts, position(call.node))
+    return flows_straight(ctx, graph, stmt, assignments[first:last], call)
+
+
+ASSIGNMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def _assignments(ctx: FileContext, scope: Scope) -> tuple[list[ast.stmt], list[tuple[int, int]]]:
+    """The scope's assignments in source order, with their start positions (for bisecting)."""
+
+    def compute() -> tuple[list[ast.stmt], list[tuple[int, int]]]:
+        found = [n for n in scope_nodes(scope) if isinstance(n, ASSIGNMENTS)]
+        return found, [position(n) for n in found]
+
+    return ctx.memo(("assignments", id(scope.node)), compute)
 
 
 

@@ -150,7 +150,8 @@ def flows_straight(ctx: FileContext, graph: GraphFacts, stmt: ast.stmt, later: I
         if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or node.value is None or node is stmt:
             continue
         targets = set(assigned_names(node))
-        carries = bool(names_in(node.value) & live) and not under_no_grad(ctx, node) and graph.kind(node.value, node) != Kind.NONE
+        mentioned = ctx.memo(("names_in", id(node.value)), lambda: names_in(node.value))
+        carries = bool(mentioned & live) and not under_no_grad(ctx, node) and graph.kind(node.value, node) != Kind.NONE
         if carries:
             live |= targets
         elif not isinstance(node, ast.AugAssign):
