@@ -176,7 +176,9 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
     if diff:
         for result in sorted(changed, key=lambda r: display_path(r.path)):
             sys.stdout.write(unified_diff(result.path, result.original, result.fixed))
-        found = len(changed)
+        # findings whose fix is unsafe (or absent) show no diff but are still findings: a CI gate
+        # on `graphfix --diff` must not pass over them
+        found = len(changed) + sum(len(r.remaining) for r in results)
     else:
         found = _print_diagnostics(results, "remaining" if fix else "diagnostics", options.unsafe, fmt, sys.stdout)
     sys.stdout.flush()

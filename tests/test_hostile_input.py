@@ -372,3 +372,12 @@ def test_a_deleted_statement_keeps_its_comment_at_its_indentation():
     fixed, errors = fix(source)
     assert errors == []
     assert "    (loss1 + loss2).backward()\n    # the second head\n" in fixed
+
+
+def test_diff_fails_on_findings_that_have_no_safe_fix(tmp_path):
+    """ecosystem report: `graphfix --diff` exited 0 on a file whose only findings had unsafe fixes,
+    so a CI gate on it passed over real crashes."""
+    (tmp_path / "t.py").write_bytes((ROOT / "examples/seed001_double_backward.py").read_bytes())
+    out = graphfix("--diff", "t.py", cwd=tmp_path)
+    assert out.stdout == b"" and out.returncode == 1
+    assert b"finding(s) remaining" in out.stderr
