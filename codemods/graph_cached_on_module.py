@@ -6,6 +6,12 @@ argument counts as graph-carrying when every call of the method in the file pass
 (`self._update_memory(self.k(x), v)`, `lif(fc(x))`); an argument used only for its shape, dtype or
 device (`cache.type_as(x)`) does not.
 
+One training step is one call of the top-level `forward`: a state that another method of the
+class stores fresh, graph-free values into (`forward` calling `init_state()` before unrolling a
+`step` method, `if t == 0: self.init_attention()`) is reset at each sequence start and is not
+reported, unless that store is guarded by a test of the attribute itself (`if self.h is None:`,
+a lazy initialisation that runs once).
+
 ## Why is this bad?
 The stored tensor keeps the autograd graph of the call that made it. When the next call feeds it
 into its output, that call's `backward()` walks into the previous call's graph, which the

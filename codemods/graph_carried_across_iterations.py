@@ -38,7 +38,17 @@ agent's `act` method fills `self.log_probs` for its `learn` method (or `select_a
 `policy.saved_log_probs` for `finish_episode`), they are emptied right after that backward (if
 nothing reads them later in that call). A total
 that starts as a number (`total_loss = 0`) is cut once it is a tensor
-(`if torch.is_tensor(total_loss): total_loss = total_loss.detach()`).
+(`if torch.is_tensor(total_loss): total_loss = total_loss.detach()`). A no-op
+`for s in state: s.detach()` (each result dropped) is replaced by the cut; when the state may be
+a tensor or a tuple, the cut handles both
+(`state = state.detach() if torch.is_tensor(state) else tuple(h.detach() for h in state)`).
+
+Not reported: a name the loop's own `for` header binds; a requires-grad leaf passed only through
+operations that save no tensors (`x = pts.clone().requires_grad_().to(dev)`: nothing to free);
+a name unbound before the loop and defined before the read under `if`/`elif` tests that read
+nothing the loop rebinds (every pass takes the same arm); an arm that leaves the pass
+(`continue`, `break`, `return`, `raise`) counts as defining; `for s in state: s.detach_()`
+before the read cuts the state in place.
 
 ## Fix safety
 Safe when the loop's backward has no `retain_graph`: gradient then stops at the iteration
@@ -98,7 +108,10 @@ class GraphCarriedAcrossIterations(Rule):
         else:
             node = value.use
             edits = _boundary_edits(ctx, value)
-            fix = f"`{_cut_line(value) or value.name + ' = ' + value.name + '.detach()'}` at the start of the iteration"
+            name = value.name
+            fix = f"`{_cut_line(value) or name + ' = ' + name + '.detach()'}` at the start of the iteration"
+            if _cut_line(value) is None:
+                fix += f" (for a tuple: `{name} = tuple(h.detach() for h in {name})`)"
             unsafe = False
         band_aid = _band_aid(ctx, scope, value) if edits else None
         if band_aid is not None:
@@ -231,14 +244,18 @@ def _cut_line(value: CarriedValue) -> Optional[str]:
 def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
     """Insert the cut before the statement of the iteration body that first reads the value."""
     line = _cut_line(value)
-    if line is None or not value.defined_before:
-        return []
     stmt = _body_statement(ctx, value.iteration.node, value.read)
-    if stmt is None or not ctx.is_own_line(stmt):
+    if stmt is None or not ctx.is_own_line(stmt) or not value.defined_before:
+        return []
+    torch = _torch_alias(ctx)
+    if line is None and _noop_detach_loop(stmt, value.name) and torch is not None:
+        # iterated, so a tensor or a tuple of tensors (an RNN's h or an LSTM's (h, c))
+        name = value.name
+        line = f"{name} = {name}.detach() if {torch}.is_tensor({name}) else tuple(h.detach() for h in {name})"
+    if line is None:
         return []
     if _is_number(value.initial):
-        torch = _torch_alias(ctx)
-        if torch is None or not ctx.is_own_line(stmt):
+        if torch is None:
             return []
         # starts as a number (`total = 0`): a tensor only from the second pass on
         indent, nl, name = ctx.indent_of(stmt.lineno), ctx.newline, value.name
@@ -252,9 +269,23 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
         stmt, guard = stmt.body[0], False  # `if hidden is not None:` already guards: cut first thing inside
     indent = ctx.indent_of(stmt.lineno)
     nl = ctx.newline
+    if not guard and _noop_detach_loop(stmt, value.name):
+        # `for s in state: s.detach()` drops every result: the cut takes its place
+        return [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), f"{indent}{line}{nl}")]
     text = f"{indent}if {value.name} is not None:{nl}{indent}{ctx.indent_unit}{line}{nl}" if guard else f"{indent}{line}{nl}"
     start = ctx.line_start(stmt.lineno)
     return [Edit(start, start, text)]
+
+
+def _noop_detach_loop(stmt: ast.stmt, name: str) -> bool:
+    """``for s in name: s.detach()``: a loop whose body only drops ``detach()`` results."""
+    if not isinstance(stmt, ast.For) or stmt.orelse or dotted(stmt.iter) != name or not isinstance(stmt.target, ast.Name):
+        return False
+    return all(
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not s.value.args and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr == "detach" and dotted(s.value.func.value) == stmt.target.id
+        for s in stmt.body
+    )
 
 
 def _is_not_none_test(stmt: ast.stmt, name: str) -> bool:

@@ -24,6 +24,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
+from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitions, leaf_only
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name
@@ -259,6 +260,8 @@ def _reads(body_nodes: list[ast.AST], name: str) -> list[ast.expr]:
 
 
 def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Optional[CarriedValue]:
+    if isinstance(it.node, (ast.For, ast.AsyncFor)) and name in statement_effect(it.node)[0]:
+        return None  # rebound by the loop header before every pass
     first_read = flowing = None
     memo: dict[int, bool] = {}
     defining = [(s, _blocks_around(ctx, s)) for s in _defining_statements(ctx, it, defs) if surely_defines(s, name, memo)]
@@ -283,7 +286,11 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
         return None
     if not any(_freed_by_own_pass(s, v, name, feeding) for s, v in stores):
         return None
+    if inplace_alias_cut(ctx, it.node, name, flowing):
+        return None
     initial, defined = initial_value(ctx, scope, graph, it, name)
+    if not defined and invariant_definitions(ctx, graph, it.node, defs, first_read):
+        return None
     shape = shape_of(ctx, graph, [v for _, v in stores], initial)
     return CarriedValue(name, False, it, first_read, flowing, stores, initial, defined, shape, False)
 
@@ -436,8 +443,9 @@ def is_container(ctx: FileContext, value: Optional[ast.expr]) -> bool:
 
 def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST) -> bool:
     """``graph.carries_graph``, looking into the ``forward`` of a module class of this file: an
-    output it returns detached (or passes through unchanged) carries no graph of this call."""
-    if graph.kind(value, at) != Kind.GRAPH:
+    output it returns detached (or passes through unchanged) carries no graph of this call. A leaf
+    passed only through operations that save no tensors has nothing a backward frees."""
+    if graph.kind(value, at) != Kind.GRAPH or leaf_only(ctx, graph, value, at):
         return False
     call, index = value, None
     if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, int):

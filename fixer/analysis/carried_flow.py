@@ -102,7 +102,7 @@ def dominates(ctx: FileContext, stmt: ast.AST, node: ast.AST) -> bool:
 
 def surely_defines(stmt: ast.AST, name: str, memo: Optional[dict[int, bool]] = None) -> bool:
     """True if running ``stmt`` always binds ``name`` (an assignment, or an ``if``/``else`` or
-    ``try`` whose every branch does). ``memo`` (one per name) keeps long ``elif`` chains linear."""
+    ``try`` whose every branch does or leaves the block). ``memo`` (one per name) keeps long ``elif`` chains linear."""
     memo = {} if memo is None else memo
     if id(stmt) not in memo:
         memo[id(stmt)] = _surely_defines(stmt, name, memo)
@@ -122,8 +122,13 @@ def _surely_defines(stmt: ast.AST, name: str, memo: dict[int, bool]) -> bool:
     return False
 
 
+JUMPS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
 def _block_defines(block: list[ast.stmt], name: str, memo: dict[int, bool]) -> bool:
-    return any(surely_defines(s, name, memo) for s in block)
+    """Some statement binds ``name``, or the block cannot fall through (``continue``, ``return``
+    ...): it never reaches a read after it, so it defines every name vacuously."""
+    return any(isinstance(s, JUMPS) or surely_defines(s, name, memo) for s in block)
 
 
 def statement_effect(stmt: ast.AST) -> tuple[set[str], list[ast.expr]]:

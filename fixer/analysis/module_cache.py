@@ -7,8 +7,8 @@ again: the read sees the previous call's tensor, whose graph that call's backwar
 feeds the output) or which chains every call's graph onto the next (a running statistic that only
 feeds itself). Values stored under ``no_grad`` or detached, attributes detached anywhere in the
 class, caches only read after being set in the same call, and state that another method resets
-(an author managing the state's lifetime, as spiking neurons do between sequences) are left
-alone."""
+(an author managing the state's lifetime, as spiking neurons do between sequences, or a
+forward-path ``init_state`` storing zeros before ``forward`` unrolls a sequence) are left alone."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list
         attr = name[len(prefix) :]
         stores = [(s, v) for s, v in defs if isinstance(s, ast.Assign) and v is not None and stores_graph(ctx, method, methods, v, s)]
         stores = [(s, v) for s, v in stores if not _eval_only(ctx, s, method)]
-        if not stores or _managed(ctx, methods, path, attr):
+        if not stores or _managed(ctx, method, methods, path, attr):
             continue
         reads = [r for r in _previous_call_reads(ctx, method, name, defs) if not _eval_only(ctx, r, method)]
         outputs = [Feeding(ctx, method.body, ret.value, ret) for ret in _returns(method)]
@@ -168,10 +168,12 @@ def _returns(method: Scope) -> list[ast.Return]:
     return [n for n in scope_nodes(method) if isinstance(n, ast.Return) and n.value is not None]
 
 
-def _managed(ctx: FileContext, methods: list[Scope], path: list[Scope], attr: str) -> bool:
+def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:
     """Another method (not construction) assigns the attribute, any method detaches/resets it, or
     code outside the class assigns it on an instance (``model.hidden = model.init_hidden()`` in the
-    training loop)."""
+    training loop). On the forward path, another method's graph-free store is a reset at each
+    sequence start (``forward`` calling ``init_state`` before unrolling ``step``) unless a test of
+    the attribute itself guards it (``if self.h is None:``, a lazy initialisation that runs once)."""
     own = {id(m.node) for m in methods}
     for stmt in statement_index(ctx).assigns:
         for target in stmt.targets:
@@ -180,14 +182,47 @@ def _managed(ctx: FileContext, methods: list[Scope], path: list[Scope], attr: st
                     scope = scope_of(ctx, stmt)
                     if id(scope.node) not in own and dotted(node.value) != scope.self_name:
                         return True  # another object's attribute of that name: an instance of this class
-    for method in methods:
-        name = f"{method.self_name}.{attr}"
-        if method not in path and method.node.name not in SETUP and name in facts(ctx, method).assignments:
-            return True
-        for node in scope_nodes(method):
+    for other in methods:
+        name = f"{other.self_name}.{attr}"
+        if other.node.name not in SETUP and name in facts(ctx, other).assignments:
+            if other not in path or other is not method and _resets(ctx, other, methods, name):
+                return True
+        for node in scope_nodes(other):
             if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
                 if name in names_in(ctx.statement_of(node)):
                     return True
+    return False
+
+
+def _resets(ctx: FileContext, method: Scope, methods: list[Scope], name: str) -> bool:
+    """``method`` stores a value known to carry no graph into ``name``, and neither the store nor
+    every call of ``method`` is guarded by a test of the attribute itself."""
+    graph = facts(ctx, method)
+    attr = name.split(".", 1)[1]
+    for stmt, value in graph.assignments[name]:
+        if not isinstance(stmt, ast.Assign) or value is None or stores_graph(ctx, method, methods, value, stmt):
+            continue
+        if _guarded_by(ctx, stmt, method, attr):
+            continue
+        calls = [
+            (caller, n)
+            for caller in methods
+            for n in scope_nodes(caller)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method.node.name
+            and dotted(n.func.value) == caller.self_name
+        ]
+        if not calls or not all(_guarded_by(ctx, call, caller, attr) for caller, call in calls):
+            return True
+    return False
+
+
+def _guarded_by(ctx: FileContext, node: ast.AST, method: Scope, attr: str) -> bool:
+    """An ``if`` around ``node`` within ``method`` tests ``self.<attr>``."""
+    for parent in ctx.ancestors(node):
+        if parent is method.node:
+            return False
+        if isinstance(parent, (ast.If, ast.While)) and f"{method.self_name}.{attr}" in names_in(parent.test):
+            return True
     return False
 
 
