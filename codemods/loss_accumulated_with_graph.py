@@ -12,6 +12,13 @@ validation loop without `torch.no_grad()` (`val_loss += loss`) in a function who
 shows that gradients are recorded, when that function never switches the grad mode and the total
 is only printed, logged or turned into a number.
 
+Only values proven to carry a graph count: a call of a function or method of the project is judged by
+what it returns (`self.update_model()` returning `loss.item()` is a number, whatever its name), a call
+graphfix cannot see into is unknown, and an object known only by its `.backward()` method may be a
+loss wrapper (its `get_loss()` is unknown). A sum of `autograd.grad(..., create_graph=True)` gradients
+that is returned, stored or passed on is left alone: such a sum is built to be differentiated, and
+`create_graph=True` gradients are not the iteration's backward.
+
 ## Why is this bad?
 `loss` carries its autograd graph. Adding it to a total that survives the iteration links every
 iteration's graph to the total, so none of them is freed: memory grows with every step until the
@@ -33,8 +40,9 @@ for inputs, targets in loader:
 ```python
     running_loss += loss.item()
 ```
-`.item()` is used when the loss is a scalar (it was backpropagated without a gradient argument)
-and the total is only used as a number; otherwise `.detach()`, which keeps the total a tensor
+`.item()` is used when the loss is a scalar (it was backpropagated without a gradient argument,
+or it is a full reduction such as `q.mean()`, directly or as what a project function returns) and
+the total is only used as a number; otherwise `.detach()`, which keeps the total a tensor
 (for `torch.stack(losses)`, `total.item()` and the like). The tensors of a logged record and the
 losses of a validation loop are detached (better still, run validation under `torch.no_grad()`).
 
@@ -51,9 +59,10 @@ import ast
 import re
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
+from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
@@ -92,8 +101,10 @@ class LossAccumulatedWithGraph(Rule):
             stmt, accumulator, value = found
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
+            if _escapes(ctx, scope, graph, accumulator) and _differentiable_gradient(ctx, graph, value, stmt):
+                continue  # a returned sum of create_graph=True gradients is meant to be backpropagated
             iteration = _iteration(ctx, scope, stmt)
-            if backpropagates_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
+            if _frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
                 evaluation = False
             elif _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
                 evaluation = True
@@ -125,7 +136,8 @@ class LossAccumulatedWithGraph(Rule):
             if part is None or _reaches_backward(ctx, scope, graph, accumulator):
                 continue
             numeric = _is_meter_update(node) or _numeric_use(ctx, scope, graph, accumulator, node)
-            method = "item" if _scalar_loss(ctx, scope, part) and numeric and not evaluation else "detach"
+            scalar = _scalar_loss(ctx, scope, part) or _full_reduction(ctx, scope, graph, part, stmt)
+            method = "item" if scalar and numeric and not evaluation else "detach"
             text = ctx.text(part)
             new = _detached(ctx, part, method)
             start, end = ctx.span(part)
@@ -293,6 +305,12 @@ def _names_in(expr: ast.AST) -> set[str]:
 
 def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
     """True if the total (or anything computed from it) is backpropagated: summing losses on purpose."""
+    derived = _derived(graph, accumulator)
+    return any(_names_in(call.target) & derived for call in backward_calls(ctx, scope))
+
+
+def _derived(graph: GraphFacts, accumulator: str) -> set[str]:
+    """The total and every name computed from it."""
     derived = {accumulator}
     changed = True
     while changed:
@@ -301,7 +319,44 @@ def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumul
             if name not in derived and any(value is not None and _names_in(value) & derived for _, value in defs):
                 derived.add(name)
                 changed = True
-    return any(_names_in(call.target) & derived for call in backward_calls(ctx, scope))
+    return derived
+
+
+def _frees_graphs_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
+    """``backpropagates_in``, where ``autograd.grad(..., create_graph=True)`` does not count: it builds
+    a quantity meant to be differentiated again, not the iteration's backward."""
+    if not backpropagates_in(ctx, scope, region):
+        return False
+    calls = [c for c in backward_calls(ctx, scope) if region is scope.node or _inside(ctx, c.node, region)]
+    return not calls or any(c.kind != "autograd.grad" or c.flag("create_graph") is False for c in calls)
+
+
+def _escapes(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
+    """The total (or a name computed from it) is returned, stored on an object or passed to a call
+    other than a report: its caller may backpropagate it."""
+    derived = _derived(graph, accumulator)
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Return) and node.value is not None and _names_in(node.value) & derived:
+            return True
+        if isinstance(node, ast.Assign) and _names_in(node.value) & derived and any(not isinstance(t, ast.Name) for t in node.targets):
+            return True
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in TERMINAL_CALLS):
+            if getattr(node.func, "attr", None) not in TERMINAL_METHODS and any(dotted(a) in derived for a in node.args):
+                return True
+    return False
+
+
+def _differentiable_gradient(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST, depth: int = 3) -> bool:
+    """``value`` holds a gradient taken with ``create_graph=True`` (directly or through local names)."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call) and qualified(ctx, node.func) in AUTOGRAD_GRAD:
+            flag = next((k.value for k in node.keywords if k.arg == "create_graph"), None)
+            if flag is not None and not (isinstance(flag, ast.Constant) and not flag.value):
+                return True
+        if depth and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if any(v is not None and _differentiable_gradient(ctx, graph, v, s, depth - 1) for s, v in graph.reaching(node.id, at)):
+                return True
+    return False
 
 
 def _scalar_loss(ctx: FileContext, scope: Scope, part: ast.expr) -> bool:
@@ -311,6 +366,30 @@ def _scalar_loss(ctx: FileContext, scope: Scope, part: ast.expr) -> bool:
     return bool(name) and any(
         call.target_name == name and (call.kind in ("scaler", "owner") or call.kind == "method" and not call.node.args)
         for call in backward_calls(ctx, scope)
+    )
+
+
+FULL_REDUCTIONS = frozenset({"mean", "sum", "prod", "norm", "std", "var", "max", "min"})
+
+
+def _full_reduction(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast.expr, at: ast.AST, depth: int = 2) -> bool:
+    """``value`` is a one-element tensor by construction: ``x.mean()`` (no dimension), a name bound only
+    to such values, or a call of a function of this project whose every return is one."""
+    if isinstance(value, ast.Name):
+        defs = graph.reaching(value.id, at)
+        return bool(defs) and depth > 0 and all(v is not None and _full_reduction(ctx, scope, graph, v, s, depth - 1) for s, v in defs)
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTIONS and not value.args and not value.keywords:
+        return True
+    callee = called_function(ctx, scope, func)
+    if callee is None or depth <= 0:
+        return False
+    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+    inner = facts(callee.ctx or ctx, callee)
+    return bool(returns) and all(
+        v is not None and _full_reduction(callee.ctx or ctx, callee, inner, v, v, depth - 1) for v in returns
     )
 
 

@@ -46,6 +46,22 @@ MODULE_NAME = re.compile(
     r"^(model|net|network|module|encoder|decoder|generator|discriminator|critic|actor|policy|rnn|lstm|gru|"
     r"classifier|backbone|head|netG|netD|G|D|student|teacher|\w*_model|\w*_net|model_\w+|net_\w+)$"
 )
+# a callee whose name starts with a verb is a function or method (`update_model`, `evaluate_model`),
+# never a value bound to a module
+VERB_NAME = re.compile(
+    r"^_*(update|evaluate|eval|train|test|validate|valid|build|make|create|get|load|save|run|compute|calc|"
+    r"calculate|init|initialize|setup|set|fit|prepare|copy|sync|soft|hard|reset|freeze|unfreeze|export|"
+    r"print|log|plot|show|check|apply|step|optimize|learn|sample|select|choose|define|construct|restore)_"
+)
+# torch.Tensor methods that carry the graph along: on an object known only by its `.backward()` call
+# (maybe a duck-typed loss wrapper), other methods return unknown
+TENSOR_METHODS = frozenset(
+    {"abs", "add", "sub", "mul", "div", "pow", "sqrt", "exp", "log", "neg", "mean", "sum", "prod", "max", "min",
+     "norm", "std", "var", "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand", "permute", "transpose",
+     "t", "contiguous", "clone", "to", "cpu", "cuda", "float", "double", "half", "type", "type_as", "clamp",
+     "matmul", "mm", "bmm", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "gather", "index_select",
+     "masked_fill", "repeat", "split", "chunk", "select", "narrow", "square", "logsumexp", "cumsum"}
+)
 
 
 def _max(kinds) -> Kind:
@@ -62,6 +78,7 @@ class GraphFacts:
         self.backwarded: set[str] = set()
         self._name_kinds: dict[tuple[str, int], Kind] = {}
         self._query_kinds: dict[tuple[str, int], Kind] = {}
+        self._duck_typed: set[tuple[str, int]] = set()
         self._collect()
 
     # -- facts -----------------------------------------------------------------------------
@@ -183,6 +200,7 @@ class GraphFacts:
             result = Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE
         if result == Kind.UNKNOWN and name in self.backwarded:
             result = Kind.GRAPH
+            self._duck_typed.add(key)  # known only by its `.backward()`: maybe not a tensor
         seen.discard(key)
         if not seen:  # only results not cut short by a cycle are final ...
             self._name_kinds[key] = result
@@ -219,17 +237,19 @@ class GraphFacts:
         if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
             return Kind.LEAF
         args = _max(self.kind(a, at, seen) for a in [*call.args, *(k.value for k in call.keywords)])
+        local = self._local_function(func)
+        if local is not None:  # a visible function is judged by what it returns, never by its name
+            return self._returns(local, seen)
         if self.is_module(func):
             return Kind.GRAPH
         if name and name.startswith("torch."):
             return _promote(args)
         receiver = self.kind(func.value, at, seen) if isinstance(func, ast.Attribute) else Kind.NONE
         if isinstance(func, ast.Attribute) and (dotted(func) is None or receiver >= Kind.LEAF):
+            if func.attr not in TENSOR_METHODS and (dotted(func.value), id(at)) in self._duck_typed:
+                return Kind.UNKNOWN  # crit.get_loss() of an object with a .backward() method
             # a tensor method: x.mean(), model(x).sum(), h.view(...)
             return _promote(_max([receiver, args]))
-        local = self._local_function(func)
-        if local is not None:
-            return self._returns(local, seen)
         return Kind.UNKNOWN  # a function we cannot see into (it may call .item())
 
     def _local_function(self, func: ast.expr) -> Optional[Scope]:
@@ -267,7 +287,9 @@ class GraphFacts:
         if name in module_names(self.ctx):
             return True
         short = last_name(func) or ""
-        return bool(MODULE_NAME.match(short))
+        if not MODULE_NAME.match(short) or VERB_NAME.match(short) or short in defined_functions(self.ctx):
+            return False  # a name says "module" only for a value, never for a function or method
+        return name.partition(".")[0] not in imported_names(self.ctx)
 
     def sometimes_detached(self, name: str, at: ast.AST) -> bool:
         """True if some assignment of ``name`` reaching ``at`` holds no graph (``x = x.detach()``
@@ -289,6 +311,24 @@ def _requires_grad_true(call: ast.Call) -> bool:
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     return any(node is inner for node in ast.walk(outer)) if outer is not inner else True
+
+
+def defined_functions(ctx: FileContext) -> set[str]:
+    """Names of the functions and methods defined in this file."""
+    return ctx.memo("defined_functions", lambda: {s.node.name for s in scopes(ctx) if not isinstance(s.node, ast.Module)})
+
+
+def imported_names(ctx: FileContext) -> set[str]:
+    """Names bound by imports (functions, classes, modules of other packages: unknown values)."""
+
+    def compute() -> set[str]:
+        found: set[str] = set()
+        for node in statement_index(ctx).imports:
+            for alias in node.names:
+                found.add(alias.asname or alias.name.split(".")[0])
+        return found
+
+    return ctx.memo("imported_names", compute)
 
 
 def module_classes(ctx: FileContext) -> set[str]:
