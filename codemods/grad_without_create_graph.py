@@ -4,9 +4,14 @@ a loss that is backpropagated, or into another `torch.autograd.grad`: a gradient
 (WGAN-GP, R1, input-gradient regularisation), the inner step of second-order MAML, a
 Hessian-vector product. Also `loss.backward()` without `create_graph=True` whose `x.grad` is
 reduced to a penalty (`x.grad.pow(2).sum()`) that a later backward backpropagates (double
-backpropagation). The gradients are followed through assignments, loops over them,
+backpropagation), when `x` is a value (never the callee `torch.autograd.grad`) and an input of
+the graph that backward walks. The gradients are followed through assignments, loops over them,
 lists they are appended to, and helper functions or methods (`self.net_f(x)`) that return them;
 a comprehension whose elements are detached (`[g.detach() for g in grads]`) ends the flow.
+A later `autograd.grad(loss, fast_weights)` taken with respect to tensors derived from the
+gradients starts a new gradient chain: it is followed on to the backward that reaches the
+original leaves (MAML's meta-backward), and nothing is reported when none does (test-time
+fine-tuning).
 
 ## Why is this bad?
 Without `create_graph=True` the returned gradients are plain constants: no graph records how they
@@ -51,7 +56,8 @@ import re
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.names import dotted
+from fixer.analysis.graph import facts
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, keyword_edit
 from fixer.context import FileContext
@@ -91,12 +97,14 @@ class GradWithoutCreateGraph(Rule):
             return
         reported: set[int] = set()
         for node in scope_nodes(scope):
-            if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load)):
+            if not _grad_of_a_value(ctx, node):
                 continue
             previous = [c for c in calls if _before(c.node, node)]
             backward = previous[-1] if previous else None
             if backward is None or backward.kind == "autograd.grad" or id(backward.node) in reported:
                 continue
+            if not _reaches(ctx, scope, backward, dotted(node.value)):
+                continue  # the owner is no leaf this backward writes a gradient to
             if backward.keyword("create_graph") is not None or under_no_grad(ctx, node):
                 continue
             if not _penalty_shaped(ctx, node):
@@ -152,7 +160,7 @@ def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, de
     consumers = {id(c.node): c for c in calls if c.node is not source and _before(source, c.node)}
     for node in (n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and _before(stmt, n)):
         for backward in _backward_calls_in(node, consumers):
-            if _flows(ctx, backward.target, derived):
+            if _flows(ctx, backward.target, derived) and not _new_chain(ctx, backward, derived):
                 return backward
         if isinstance(node, ast.Return) and node.value is not None and _flows(ctx, node.value, derived):
             return _through_callers(ctx, scope, depth)
@@ -167,6 +175,47 @@ def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, de
         elif not isinstance(node, ast.AugAssign):
             derived -= names
     return None
+
+
+def _new_chain(ctx: FileContext, call: BackwardCall, derived: set[str]) -> bool:
+    """``autograd.grad(loss, fast)`` taken with respect to tensors derived from the gradients
+    (fast weights): it never walks into the first gradients' graph; its own result is followed on
+    as gradients (the assignment flows from ``loss``) to whatever backpropagates further."""
+    if call.kind != "autograd.grad":
+        return False
+    args = call.node.args
+    inputs = args[1] if len(args) > 1 else next((k.value for k in call.node.keywords if k.arg == "inputs"), None)
+    return inputs is not None and _flows(ctx, inputs, derived)
+
+
+def _grad_of_a_value(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` reads the ``.grad`` of a named value: not a callee (``torch.autograd.grad(...)``)
+    nor any name that resolves to a module's attribute."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load)):
+        return False
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Call) and parent.func is node:
+        return False
+    return dotted(node.value) is not None and not (qualified(ctx, node) or "").startswith("torch.")
+
+
+def _reaches(ctx: FileContext, scope: Scope, backward: BackwardCall, owner: Optional[str]) -> bool:
+    """``owner`` is an input of the graph ``backward`` walks: the target derives from it through
+    the scope's assignments (the backward writes ``owner.grad``)."""
+    graph = facts(ctx, scope)
+    seen: set[tuple[str, int]] = set()
+    pending = [(backward.target, backward.node)]
+    while pending and owner:
+        expr, at = pending.pop()
+        for node in flowing_nodes(ctx, expr):
+            name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if name is None or (name, id(at)) in seen:
+                continue
+            if name == owner:
+                return True
+            seen.add((name, id(at)))
+            pending += [(value, stmt) for stmt, value in graph.reaching(name, at) if value is not None]
+    return False
 
 
 def _penalty_shaped(ctx: FileContext, read: ast.Attribute) -> bool:

@@ -31,6 +31,13 @@ When something between does (`zero_grad()` of a second optimizer, `step()`, read
 gradient clipping, a call the analysis cannot see into), the calls must stay separate and every
 call but the last through the shared graph gets `retain_graph=True`.
 
+Sharing is proven, never assumed. The outputs of one module call share a graph only when the
+file shows the module (a torch `nn` class, or a class of this file whose `forward` derives every
+returned element from one saving origin, also behind `nn.DataParallel`); otherwise only the same
+output reaching both losses counts. A module the analysis cannot see into (`model =
+create_model(opt)`, `config.network_fn()`) gives no finding. A value computed under
+`torch.no_grad()` / `inference_mode()` is a graph boundary, like `.detach()`.
+
 Backward calls inside a loop whose shared part is built before the loop are left to GF102
 (`subgraph-built-before-loop`); the same tensor backwarded twice is GF106 (`repeated-backward`).
 Only plain `loss.backward()` calls are merged; calls with arguments (`gradient=`, `inputs=`) or

@@ -39,13 +39,20 @@ def test_two_heads_on_one_trunk_share():
 
 
 def test_destructured_module_outputs_share():
+    # sharing is proven by the forward: both outputs derive from one trunk evaluation
     assert _later("""
+        class Net(nn.Module):
+            def forward(self, x):
+                h = trunk(x)
+                return head_a(h), head_b(h)
+
+        model = Net()
         logits, value = model(x)
         a = crit(logits, y)
         b = crit(value, y)
         a.backward()
         b.backward()
-    """) == [5, None]
+    """) == [11, None]
 
 
 def test_detached_features_do_not_share():
@@ -113,3 +120,45 @@ def test_extra_backward_after_accumulation_loop():
             loss.backward()
         loss.backward()
     """) == [4, None]
+
+
+def test_unresolvable_module_outputs_share_nothing():
+    # `model` looks like a module by its name, but what its forward returns is unknown
+    assert _later("""
+        model = build(cfg)
+        a_out, b_out = model(x)
+        a = crit(a_out, y)
+        b = crit(b_out, y)
+        a.backward()
+        b.backward()
+    """) == [None, None]
+
+
+def test_resolved_forward_with_independent_outputs_shares_only_the_same_element():
+    source = """
+        class Two(nn.Module):
+            def forward(self, x):
+                return head_a(x), head_b(x)
+
+        model = nn.DataParallel(Two())
+        a_out, b_out = model(x)
+        a = crit(a_out, y)
+        b = crit(b_out, y)
+        c = crit(a_out * 2, y)
+        a.backward()
+        b.backward()
+        c.backward()
+    """
+    assert _later(source) == [12, None, None]
+
+
+def test_value_recorded_under_no_grad_is_a_boundary():
+    assert _later("""
+        features = trunk(x)
+        a = crit(head_a(features), y)
+        with torch.no_grad():
+            stat = features.pow(2).mean()
+        b = crit(head_b(x) * stat, y)
+        a.backward()
+        b.backward()
+    """) == [None, None]

@@ -20,6 +20,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, Kind, facts
+from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import LOOPS, NESTED, Scope, scopes, under_no_grad
 from fixer.context import FileContext
@@ -87,12 +88,13 @@ class _Tracer:
             defs = reaching(self.facts, name, at)
             if len(defs) != 1 or defs[0][1] is None:
                 continue  # a branch, a loop-carried value or a loop variable: not certain
-            stmt, value = defs[0]
-            if not self.carries(value, stmt):
-                continue
-            value = _evaluated(stmt, value)
-            if not self._independent_elements(stmt, value):
-                found.add(Origin(prefix + (id(value),), stmt, self.saves(value, 0), value))
+            stmt, bound = defs[0]
+            if under_no_grad(self.ctx, stmt) or not self.carries(bound, stmt):
+                continue  # recorded with grad off: a boundary, like .detach()
+            value = _evaluated(stmt, bound)
+            origin = self._origin(stmt, bound, value, prefix)
+            if origin is not None:
+                found.add(origin)
             found |= self.origins(value, stmt, prefix, seen)
         return frozenset(found)
 
@@ -112,9 +114,25 @@ class _Tracer:
             seen.add((name, id(at)))
             if self.facts.kind(node, at) >= Kind.LEAF:
                 return True
-            if any(value is not None and self.carries(value, stmt, seen) for stmt, value in reaching(self.facts, name, at)):
+            defs = [(stmt, value) for stmt, value in reaching(self.facts, name, at) if not under_no_grad(self.ctx, stmt)]
+            if any(value is not None and self.carries(value, stmt, seen) for stmt, value in defs):
                 return True
         return False
+
+    def _origin(self, stmt: ast.AST, bound: ast.expr, value: ast.expr, prefix: tuple) -> Optional[Origin]:
+        """The evaluation ``stmt`` makes, when its parts provably share it: a module call only
+        when its forward is known (one whole output, or outputs derived from one saving origin;
+        else each element ``out[i]`` of ``a, b = model(x)`` is its own); a helper likewise."""
+        if isinstance(value, ast.Call) and self.facts.is_module(value.func):
+            share = outputs_share(self.ctx, value.func, self.depth)
+            if share is None:
+                return None  # a forward we cannot read: unknown, not shared
+            if not share:
+                index = bound.slice.value if isinstance(bound, ast.Subscript) and bound.value is value and isinstance(bound.slice, ast.Constant) else None
+                return None if index is None else Origin(prefix + (id(value), index), stmt, True, value)
+        elif self._independent_elements(stmt, value):
+            return None
+        return Origin(prefix + (id(value),), stmt, self.saves(value, 0), value)
 
     # -- helper functions of the same file ------------------------------------------------------
     def helper(self, call: ast.Call) -> Optional[Scope]:
