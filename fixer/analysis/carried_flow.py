@@ -21,18 +21,17 @@ def names_in(expr: Optional[ast.AST]) -> set[str]:
     return {name for node in ast.walk(expr) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
 
 
-# Decorators come before their `def`/`class` line: these nodes' positions do not cover their children.
-_STARTS_AFTER_CHILDREN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
 def contains(outer: ast.AST, inner: ast.AST) -> bool:
     """True if ``inner`` is ``outer`` or one of its descendants. Spans of an AST nest or are
     disjoint, so positions answer at once; equal spans (``Expr`` and its call) and nodes without a
     position are settled by walking ``outer``."""
     if outer is inner:
         return True
-    if not isinstance(outer, _STARTS_AFTER_CHILDREN) and hasattr(outer, "end_lineno") and hasattr(inner, "end_lineno"):
+    if hasattr(outer, "end_lineno") and hasattr(inner, "end_lineno"):
         start, end = (outer.lineno, outer.col_offset), (outer.end_lineno, outer.end_col_offset)
+        decorators = getattr(outer, "decorator_list", None)
+        if decorators:  # decorators come before the `def`/`class` line
+            start = min(start, (decorators[0].lineno, decorators[0].col_offset))
         inner_start, inner_end = (inner.lineno, inner.col_offset), (inner.end_lineno, inner.end_col_offset)
         if None not in (*end, *inner_end):
             if inner_start < start or inner_end > end:

@@ -253,7 +253,7 @@ class GraphFacts:
         return Kind.UNKNOWN  # a function we cannot see into (it may call .item())
 
     def _local_function(self, func: ast.expr) -> Optional[Scope]:
-        return called_function(self.ctx, self.scope, func)
+        return self.ctx.memo(("called_function", id(func)), lambda: called_function(self.ctx, self.scope, func))
 
     def _returned_element(self, expr: ast.Subscript, seen: set) -> Optional[Kind]:
         """``helper(...)[i]`` (or ``a, b = helper(...)``) where the local helper returns tuples."""
