@@ -3,23 +3,35 @@ Finds GAN training steps whose discriminator loss is computed on the generator's
 `.detach()` (`D(fake)`), backpropagated and stepped, while the generator step that follows
 backpropagates through the same `fake` (a second call `D(fake)`).
 
-The pattern is recognised by its structure, not by names: one tensor `fake` computed with a graph,
-the same callable applied to it twice, the first result reaching a backward call followed by one
+The pattern is recognised by its structure and by who trains what, not by names: one tensor
+`fake` made by a module's forward pass (`G(z)`, `G(z).view(...)`, a name assigned from one), the
+same callable applied to it twice, the first result reaching a backward call followed by one
 optimizer's step, the second result reaching a later backward call followed by another
-optimizer's step; the first optimizer is built from that callable's parameters (or, when that is
-not visible, the first step also applies the callable to something else, the real batch).
+optimizer's step. The roles must be visible in the file: the discriminator step's optimizer is
+built from the callable's parameters and not the producer's, the generator step's optimizer from
+the producer's and not the callable's (a parameter list named first, `params =
+itertools.chain(G.parameters(), E.parameters())`, counts as written inline). Data is never a
+fake: a batch from a sampler or a loader, `torch.randn(...)`, `x.to(device)`, a helper of another
+module. When an optimizer's parameters cannot be seen (`opt_g, opt_d = self.optimizers()`), the
+rule stays silent. A use whose result is detached (`D(fake).detach()`, `G(z).detach()`) reaches
+no backward.
 
 The discriminator steps may run in a loop of their own (`for _ in range(n_critic):`) on a fake
 built before it, with the generator step after that loop (GF102 leaves that loop to this rule:
 recomputing the fake in it would not help the generator step). Also the reverse order: the
-generator step backpropagates through `D(fake)` first and steps,
-then the discriminator step applies `D` to the same `fake` undetached (common when the
-generator is updated several times per discriminator step).
+generator step backpropagates through the fake first and steps, then the discriminator step
+applies its module to the same `fake` undetached (common when the generator is updated several
+times per discriminator step); every read of `fake` in the discriminator step is detached, since
+its optimizer does not train the producer. The same holds for any two steps where the first
+step's optimizer trains the module that made a shared tensor (a shared encoder trained with the
+critic, reused by the actor step). And the reverse order with a reused output: `out = D(fake)`
+computed before the generator step, backpropagated by it, then read again by the discriminator
+step: that step gets `D(fake.detach())` of its own.
 
 The steps may be written in helper functions or methods of the same file
 (`train_discriminator(real, fake)`, `self.backward_D()` reading `self.fake_B`): a helper's
 backward is matched to the caller through its parameters and `self` attributes, and the fake is
-the caller's one graph-carrying value (or a `self` attribute every method assigns from a module
+the caller's value made by a module (or a `self` attribute every method assigns from a module
 call).
 
 ## Why is this bad?
@@ -54,7 +66,11 @@ gradients are unchanged, but the generator no longer accumulates the discriminat
 gradients, so its gradients and parameters change (to the canonical ones) when they were not
 zeroed in between. Unsafe when the `.detach()` goes into a helper: every other caller of the
 helper gets it too (its discriminator gradients are unchanged; a generator that was not zeroed
-after it no longer receives the discriminator loss's gradients).
+after it no longer receives the discriminator loss's gradients). For a reused output, `out` in the
+discriminator step becomes `D(fake.detach())`: the same value (the discriminator has not stepped
+since `out` was computed), evaluated again, so a discriminator with dropout draws a new mask and
+one with batch norm updates its running statistics once more; safe or unsafe as above, by the
+generator step's `retain_graph`.
 """
 
 from __future__ import annotations
@@ -63,22 +79,33 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls
-from fixer.analysis.gan_steps import FREEING_KINDS, Event, MappedUse, Use, backward_events, may_step_in_helpers
+from fixer.analysis.gan_fakes import caller_fake, fake_definition, same_definition
+from fixer.analysis.gan_roles import producers, roles_hold, trains
+from fixer.analysis.gan_steps import FREEING_KINDS, Use, backward_events, may_step_in_helpers, use_key
 from fixer.analysis.gan_steps import after as _after
 from fixer.analysis.gan_steps import before as _before
 from fixer.analysis.gan_steps import before_or_at as _before_or_at
 from fixer.analysis.gan_steps import between as _between
 from fixer.analysis.gan_steps import callable_uses as _uses
+from fixer.analysis.gan_steps import carried_within
 from fixer.analysis.gan_steps import flows_to as _flows
 from fixer.analysis.gan_steps import optimizer_steps as _steps
-from fixer.analysis.graph import GraphFacts, Kind, facts
-from fixer.analysis.graph_reuse import derived_names, innermost_loop, names_in, reaches, remove_keyword
-from fixer.analysis.names import dotted
+from fixer.analysis.gan_steps import ASSIGNMENTS, statement_flows_to
+from fixer.analysis.graph import GraphFacts, facts
+from fixer.analysis.graph_reuse import assigned_names, derived_names, flowing_names, innermost_loop, names_in, reaches, remove_keyword
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
-from fixer.analysis.shared_graph import reaching, runs_after_in_same_pass
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+MESSAGE = (
+    "The discriminator loss backpropagates through `{text}` into the generator's graph, which the "
+    "generator step {when}; use `{text}.detach()` in the discriminator step"
+)
+READING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)
+NEEDS_AGAIN = "needs again"
+ALREADY_USED = "already backpropagated and stepped"
 
 
 class FakeNotDetachedForDiscriminator(Rule):
@@ -105,11 +132,15 @@ class FakeNotDetachedForDiscriminator(Rule):
                 for use in _discriminator_uses(ctx, scope, first, second, steps):
                     if id(use.arg) not in reported:
                         reported.add(id(use.arg))
-                        yield self._report(ctx, scope, use, first, calls)
-            for use, second in _discriminator_steps_after_generator(ctx, scope, calls, steps):
-                if id(use.arg) not in reported:
-                    reported.add(id(use.arg))
-                    yield self._report(ctx, scope, use, second, calls)
+                        yield self._report(ctx, scope, [use.arg], first, calls, NEEDS_AGAIN)
+            for reads, second in _discriminator_steps_after_generator(ctx, scope, calls, steps):
+                if not any(id(r) in reported for r in reads):
+                    reported.update(id(r) for r in reads)
+                    yield self._report(ctx, scope, reads, second, calls, ALREADY_USED)
+            for use, reads, first in _reused_discriminator_outputs(ctx, scope, calls, steps):
+                if not any(id(r) in reported for r in reads):
+                    reported.update(id(r) for r in reads)
+                    yield self._report_reused(ctx, scope, use, reads, first, calls)
 
     def _report_in_helper(self, ctx: FileContext, use: Use) -> Diagnostic:
         text = ctx.text(use.arg)
@@ -117,28 +148,52 @@ class FakeNotDetachedForDiscriminator(Rule):
         return self.diagnostic(
             ctx,
             use.arg,
-            f"The discriminator step backpropagates through `{text}` into the generator's graph, which the "
-            f"generator step needs again; use `{text}.detach()` in the discriminator step",
+            MESSAGE.format(text=text, when=NEEDS_AGAIN).replace("discriminator loss", "discriminator step", 1),
             [Edit(start, end, f"{text}.detach()")],
             Applicability.UNSAFE,
             title=f"Detach `{text}` for the discriminator",
         )
 
-    def _report(self, ctx: FileContext, scope: Scope, use: Use, call: BackwardCall, calls: list[BackwardCall]) -> Diagnostic:
-        text = ctx.text(use.arg)
-        start, end = ctx.span(use.arg)
-        edits = [Edit(start, end, f"{text}.detach()")]
+    def _report(
+        self, ctx: FileContext, scope: Scope, args: list[ast.expr], call: BackwardCall, calls: list[BackwardCall], when: str
+    ) -> Diagnostic:
+        text = ctx.text(args[0])
+        edits = [Edit(*ctx.span(arg), f"{ctx.text(arg)}.detach()") for arg in args]
         band_aid = call.flag("retain_graph") is True
         if band_aid and not _backpropagated_again(ctx, scope, call, calls):
             edits.append(remove_keyword(ctx, call.node, "retain_graph"))
         return self.diagnostic(
             ctx,
-            use.arg,
-            f"The discriminator loss backpropagates through `{text}` into the generator's graph, which the "
-            f"generator step needs again; use `{text}.detach()` in the discriminator step",
+            args[0],
+            MESSAGE.format(text=text, when=when),
             edits,
             Applicability.UNSAFE if band_aid else Applicability.SAFE,
             title=f"Detach `{text}` for the discriminator",
+        )
+
+    def _report_reused(
+        self, ctx: FileContext, scope: Scope, use: Use, reads: list[ast.expr], first: BackwardCall, calls: list[BackwardCall]
+    ) -> Diagnostic:
+        """The discriminator step reads ``out = D(fake)`` that the generator step backpropagated
+        (and whose generator it stepped): it gets ``D(fake.detach())`` of its own."""
+        call_start, call_end = ctx.span(use.call)
+        arg_start, arg_end = ctx.span(use.arg)
+        fresh = ctx.source[call_start:arg_start] + f"{ctx.text(use.arg)}.detach()" + ctx.source[arg_end:call_end]
+        name = ctx.text(reads[0])
+        key = use_key(use.arg)
+        edits = [Edit(*ctx.span(read), f"{ctx.text(read)}.detach()" if use_key(read) == key else fresh) for read in reads]
+        band_aid = first.flag("retain_graph") is True
+        if band_aid and not _backpropagated_again(ctx, scope, first, calls):
+            edits.append(remove_keyword(ctx, first.node, "retain_graph"))
+        return self.diagnostic(
+            ctx,
+            reads[0],
+            f"The discriminator loss backpropagates through `{name}` = `{ctx.text(use.call)}` into the generator's "
+            f"graph, which the generator step {ALREADY_USED}; use `{fresh}` in the "
+            "discriminator step",
+            edits,
+            Applicability.UNSAFE if band_aid else Applicability.SAFE,
+            title=f"Use `{fresh}` in the discriminator step",
         )
 
 
@@ -167,18 +222,19 @@ def _helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[Use]:
                     if g.callee != d.callee or g.use is d.use:
                         continue
                     for key in sorted(d.keys & g.keys):
-                        producer = _caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, d.callee, (first.helper, second.helper))
-                        if producer is not None and _is_discriminator_owner(ctx, d, first, step_d, producer):
+                        made_by = caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, (first.helper, second.helper))
+                        if made_by and roles_hold(ctx, d.callee, made_by, step_d, step_g):
                             yield d.use
                             break
 
 
 def _discriminator_steps_after_generator(
     ctx: FileContext, scope: Scope, calls: list[BackwardCall], steps: list[OptimizerCall]
-) -> Iterator[tuple[Use, BackwardCall]]:
+) -> Iterator[tuple[list[ast.expr], BackwardCall]]:
     """The generator step runs first (``g_loss.backward()`` through ``D(fake)``, its optimizer
-    steps), then the discriminator step applies the callable to the same ``fake`` again: its
-    backward walks into the generator graph the first one freed."""
+    steps), then the discriminator step applies its module to the same ``fake`` again: its
+    backward walks into the generator graph the first one freed. Every use of ``fake`` in the
+    discriminator step is detached there (the generator step's optimizer trains the producer)."""
     graph = facts(ctx, scope)
     uses = _uses(ctx, scope, graph)
     for index, first in enumerate(calls):
@@ -187,84 +243,130 @@ def _discriminator_steps_after_generator(
         one = ctx.statement_of(first.node)
         for second in calls[index + 1 :]:
             two = ctx.statement_of(second.node)
-            loop = innermost_loop(ctx, two, scope.node)
-            if not runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
+            pair = _generator_first_steps(ctx, scope, one, two, steps)
+            if pair is None:
                 continue
-            if loop is not None and not any(parent is loop for parent in ctx.ancestors(one)):
-                continue
-            step_g = next((s for s in steps if _between(s.node, one, two)), None)
-            step_d = next((s for s in steps if _after(s.node, two) and innermost_loop(ctx, s.node, scope.node) is loop), None)
-            if step_g is None or step_d is None or step_g.owner == step_d.owner:
-                continue
+            step_g, step_d = pair
             for use in uses:
-                if not _between(use.stmt, one, two, inclusive_end=True) or not _flows(ctx, graph, scope, use.stmt, second):
+                if not _between(use.stmt, one, two, inclusive_end=True) or not _flows(ctx, graph, scope, use, second):
                     continue
-                earlier = [u for u in uses if u.callee == use.callee and u.key == use.key and _before_or_at(u.stmt, one)
-                           and _flows(ctx, graph, scope, u.stmt, first)]
-                producer = _fake_definition(ctx, graph, scope, use)
-                if producer is None or not earlier or any(_fake_definition(ctx, graph, scope, u) is not producer for u in earlier):
+                found = fake_definition(ctx, graph, scope, use)
+                if found is None:
                     continue
-                generator_owners = optimizer_params(ctx).get(step_g.owner)
-                if generator_owners and any(_related(use.callee, o) for o in generator_owners):
+                if not any(u.key == use.key and _before_or_at(u.stmt, one) and _flows(ctx, graph, scope, u, first)
+                           and same_definition(ctx, graph, scope, u, found) for u in uses):
+                    continue  # the generator step does not backpropagate through this fake
+                if not roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
                     continue
-                if _is_discriminator_step(ctx, scope, use, producer, step_d, two):
-                    yield use, second
+                if not _rebound(ctx, scope, {use.key.partition("[")[0]}, one, two):
+                    yield _reads(ctx, scope, use.key, one, two), second
                     break
 
 
-def _caller_fake(
-    ctx: FileContext, scope: Scope, graph: GraphFacts, key: str, first: ast.stmt, second: ast.stmt, callee: str,
-    helpers: tuple[Optional[Scope], ...] = (),
-) -> Optional[ast.expr]:
-    """The graph-carrying value ``key`` holds at both steps: one assignment of the caller reaching
-    both, or, for ``self.fake`` the caller never assigns, every assignment of it in the class."""
-    if "[" in key:
+def _generator_first_steps(
+    ctx: FileContext, scope: Scope, one: ast.stmt, two: ast.stmt, steps: list[OptimizerCall]
+) -> Optional[tuple[OptimizerCall, OptimizerCall]]:
+    """(the step after the first backward, the step after the second) when the second backward
+    runs after the first in the same pass (or after a loop of first steps) and two different
+    optimizers step."""
+    loop = innermost_loop(ctx, two, scope.node)
+    if not runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
         return None
-    if graph.assignments.get(key):
-        defs = reaching(graph, key, first)
-        if len(defs) != 1 or [id(s) for s, _ in reaching(graph, key, second)] != [id(defs[0][0])]:
-            return None
-        stmt, value = defs[0]
-        return value if _generated(ctx, graph, stmt, value, callee) else None
-    if scope.self_name is None or not key.startswith(scope.self_name + "."):
+    if loop is not None and not any(parent is loop for parent in ctx.ancestors(one)):
         return None
-    values, assigning = [], set()
-    for method in scopes(ctx):
-        if method.class_node is not scope.class_node or method.self_name is None or isinstance(method.node, ast.Module):
+    step_g = next((s for s in steps if _between(s.node, one, two)), None)
+    step_d = next((s for s in steps if _after(s.node, two) and innermost_loop(ctx, s.node, scope.node) is loop), None)
+    if step_g is None or step_d is None or step_g.owner == step_d.owner:
+        return None
+    return step_g, step_d
+
+
+def _reads(ctx: FileContext, scope: Scope, key: str, start: ast.stmt, two: ast.stmt) -> list[ast.expr]:
+    """The graph-carrying reads of ``key`` in the statements after ``start`` up to ``two``: every
+    one of them, whichever branch it is in, so that none is left behind."""
+    found: list[ast.expr] = []
+    for stmt in scope_nodes(scope):
+        if isinstance(stmt, READING) and stmt.value is not None and _between(stmt, start, two, inclusive_end=True):
+            found += [n for n in flowing_nodes(ctx, stmt.value) if use_key(n) == key and carried_within(ctx, n, stmt.value)]
+    return found
+
+
+def _rebound(ctx: FileContext, scope: Scope, names: set[str], start: ast.AST, two: ast.stmt) -> bool:
+    """One of ``names`` is assigned after ``start`` up to ``two``."""
+    return any(
+        hasattr(node, "lineno") and _between(node, start, two, inclusive_end=True) and set(assigned_names(node)) & names
+        for node in scope_nodes(scope)
+    )
+
+
+def _reused_discriminator_outputs(
+    ctx: FileContext, scope: Scope, calls: list[BackwardCall], steps: list[OptimizerCall]
+) -> Iterator[tuple[Use, list[ast.expr], BackwardCall]]:
+    """``out = D(fake)`` computed before the generator step, backpropagated by it (whose optimizer
+    then changes the generator), and read again by the discriminator step: its backward walks into
+    the generator's graph, freed or changed in place. Yields the use ``D(fake)``, the reads of
+    ``out`` (then of ``fake``) in the discriminator step and the generator step's backward."""
+    graph = facts(ctx, scope)
+    uses = _uses(ctx, scope, graph)
+    for index, first in enumerate(calls):
+        if first.keyword("create_graph") is not None:
             continue
-        own = method.self_name + key[len(scope.self_name) :]
-        method_graph = facts(ctx, method)
-        for stmt, value in method_graph.assignments.get(own, []):
-            if not hasattr(stmt, "lineno") or not _generated(ctx, method_graph, stmt, value, callee, method_graph):
-                return None
-            values.append(value)
-            assigning.add(method.node.name)
-    # regenerated between the steps (`self.forward()` again) or inside a step's helper
-    calls = [(n, scope) for n in scope_nodes(scope) if isinstance(n, ast.Call) and _between(n, first, second)]
-    calls += [(n, h) for h in helpers if h is not None for n in scope_nodes(h) if isinstance(n, ast.Call)]
-    for node, owner in calls:
-        if isinstance(node.func, ast.Attribute) and node.func.attr in assigning and dotted(node.func.value) == owner.self_name:
-            return None
-    return values[0] if values else None
+        one = ctx.statement_of(first.node)
+        for second in calls[index + 1 :]:
+            two = ctx.statement_of(second.node)
+            pair = _generator_first_steps(ctx, scope, one, two, steps)
+            if pair is None:
+                continue
+            step_g, step_d = pair
+            for use in uses:
+                stmt = use.stmt
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                    continue
+                if stmt.value is not use.call or not _before(stmt, one) or innermost_loop(ctx, stmt, scope.node) is not innermost_loop(ctx, one, scope.node):
+                    continue
+                if not _flows(ctx, graph, scope, use, first) or not _flows(ctx, graph, scope, use, second):
+                    continue
+                found = fake_definition(ctx, graph, scope, use)
+                if found is None or not roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
+                    continue
+                reads = _discriminator_reads(ctx, graph, scope, stmt, use, one, second, steps)
+                if reads:
+                    yield use, reads, first
+                    break
 
 
-def _generated(ctx: FileContext, graph: GraphFacts, stmt: ast.AST, value: Optional[ast.expr], callee: str, modules: Optional[GraphFacts] = None) -> bool:
-    """A graph-carrying value computed by a call of something other than the discriminator (with
-    ``modules``: by a module call)."""
-    if value is None or under_no_grad(ctx, stmt) or graph.kind(value, stmt) < Kind.UNKNOWN:
-        return False
-    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
-    if not calls or callee.rpartition(".")[2] in {n.rpartition(".")[2] for n in names_in(value)}:
-        return False
-    return modules is None or any(modules.is_module(c.func) for c in calls)
+def _discriminator_reads(
+    ctx: FileContext, graph: GraphFacts, scope: Scope, assign: ast.Assign, use: Use, one: ast.stmt, second: BackwardCall,
+    steps: list[OptimizerCall],
+) -> list[ast.expr]:
+    """The reads of ``out`` (``assign``'s target) after the generator step, where ``D(fake)``
+    evaluated again gives the same value: ``out``, the names in the call and the callable's
+    parameters unchanged since ``assign``; then the reads of ``fake`` itself there (a gradient
+    penalty on it). Empty when ``out`` also reaches ``second`` another way (a value computed from
+    it before the generator step)."""
+    out = assign.targets[0].id
+    two = ctx.statement_of(second.node)
+    if _rebound(ctx, scope, names_in(use.call) | {out}, assign, two):
+        return []  # ``out``, the fake or the callable rebound before the discriminator step reads them
+    if any(_between(s.node, assign, two) and _may_train(ctx, s.owner, use.callee) for s in steps):
+        return []  # the callable's parameters change before the discriminator step reads ``out``
+    for stmt in scope_nodes(scope):
+        if isinstance(stmt, ASSIGNMENTS) and stmt.value is not None and _between(stmt, assign, one):
+            if out in flowing_names(ctx, stmt.value) and statement_flows_to(ctx, graph, scope, stmt, second):
+                return []  # ``out`` reaches the discriminator loss through a value computed before the generator step
+    reads = _reads(ctx, scope, out, one, two)
+    return reads + _reads(ctx, scope, use.key, one, two) if reads else []
 
 
-def _is_discriminator_owner(ctx: FileContext, d: MappedUse, event: Event, step: str, producer: ast.expr) -> bool:
-    owners = optimizer_params(ctx).get(step)
-    producer_calls = {n.rpartition(".")[2] for c in ast.walk(producer) if isinstance(c, ast.Call) and (n := dotted(c.func))}
-    if owners:
-        return any(_related(d.callee, o) for o in owners) and not any(o.rpartition(".")[2] in producer_calls for o in owners)
-    return any(u.callee == d.callee and not (u.keys & d.keys) for u in event.uses)
+def _may_train(ctx: FileContext, optimizer: str, module: str) -> bool:
+    models = optimizer_params(ctx).get(optimizer)
+    return models is None or trains(models, module)
+
+
+
+
+
+
 
 
 def _pairs(ctx: FileContext, scope: Scope, calls: list[BackwardCall]) -> Iterator[tuple[BackwardCall, BackwardCall]]:
@@ -293,67 +395,22 @@ def _discriminator_uses(
         return
     uses = _uses(ctx, scope, graph)
     for use in uses:
-        if not _before_or_at(use.stmt, one_stmt) or not _flows(ctx, graph, scope, use.stmt, first):
+        if not _before_or_at(use.stmt, one_stmt) or not _flows(ctx, graph, scope, use, first):
             continue
         later = [u for u in uses if u.callee == use.callee and u.key == use.key and _between(u.stmt, one_stmt, two_stmt, inclusive_end=True)]
-        if not any(_flows(ctx, graph, scope, u.stmt, second) for u in later) or _flows(ctx, graph, scope, use.stmt, second):
+        if not any(_flows(ctx, graph, scope, u, second) for u in later) or _flows(ctx, graph, scope, use, second):
             continue
-        producer = _fake_definition(ctx, graph, scope, use)
-        if producer is None or any(_fake_definition(ctx, graph, scope, u) is not producer for u in later):
-            continue  # no graph-carrying fake, or it is regenerated for the generator step
-        if _is_discriminator_step(ctx, scope, use, producer, step_d, one_stmt):
+        found = fake_definition(ctx, graph, scope, use)
+        if found is None or not all(same_definition(ctx, graph, scope, u, found) for u in later):
+            continue  # no single definition of the fake, or it is regenerated for the generator step
+        if roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
             yield use
 
 
-def _fake_definition(ctx: FileContext, graph: GraphFacts, scope: Scope, use: Use) -> Optional[ast.AST]:
-    """The one assignment of the fake tensor reaching ``use``, if its value carries a graph from a
-    call of something other than the discriminator."""
-    if isinstance(use.arg, ast.Subscript):
-        found = _item_definition(ctx, scope, use)
-    else:
-        defs = graph.reaching(use.key, use.stmt) if all(hasattr(s, "lineno") for s, _ in graph.assignments.get(use.key, [])) else []
-        found = defs[0] if len(defs) == 1 and _before(defs[0][0], use.stmt) else None
-    if found is None:
-        return None
-    stmt, value = found
-    if value is None or under_no_grad(ctx, stmt) or graph.kind(value, stmt) < Kind.UNKNOWN:
-        return None
-    if not any(isinstance(n, ast.Call) for n in ast.walk(value)) or use.callee in names_in(value):
-        return None
-    return stmt
 
 
-def _item_definition(ctx: FileContext, scope: Scope, use: Use) -> Optional[tuple[ast.AST, ast.expr]]:
-    """The latest ``base[key] = value`` or ``base = {key: value}`` before ``use``."""
-    base, key = dotted(use.arg.value), use.arg.slice.value
-    latest = None
-    for node in scope_nodes(scope):
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not _before(node, use.stmt):
-            continue
-        target = node.targets[0]
-        if isinstance(target, ast.Subscript) and dotted(target.value) == base and _key(target) == use.key:
-            latest = (node, node.value)
-        elif dotted(target) == base:
-            value = node.value
-            items = dict(zip((k.value if isinstance(k, ast.Constant) else None for k in value.keys), value.values)) if isinstance(value, ast.Dict) else {}
-            latest = (node, items[key]) if key in items else None
-    return latest
 
 
-def _is_discriminator_step(ctx: FileContext, scope: Scope, use: Use, producer: ast.AST, step: OptimizerCall, first_stmt: ast.stmt) -> bool:
-    """The optimizer stepped after the first backward owns the callable's parameters and not the
-    producer's; when its parameters are unknown, the first step also applies the callable to
-    another input (the real batch)."""
-    owners = optimizer_params(ctx).get(step.owner)
-    producer_calls = {dotted(n.func) for n in ast.walk(producer) if isinstance(n, ast.Call)} - {None}
-    if owners:
-        return any(_related(use.callee, o) for o in owners) and not any(_related(p, o) for p in producer_calls for o in owners)
-    loop = innermost_loop(ctx, first_stmt, scope.node)
-    return any(
-        u.callee == use.callee and u.key != use.key and _before_or_at(u.stmt, first_stmt)
-        and innermost_loop(ctx, u.stmt, scope.node) is loop
-        for u in _uses(ctx, scope, facts(ctx, scope))
-    )
 
 
 def _backpropagated_again(ctx: FileContext, scope: Scope, call: BackwardCall, calls: list[BackwardCall]) -> bool:
@@ -361,8 +418,3 @@ def _backpropagated_again(ctx: FileContext, scope: Scope, call: BackwardCall, ca
     graph = facts(ctx, scope)
     derived = derived_names(ctx, graph, names_in(call.target), scope_nodes(scope))
     return any(other is not call and reaches(other, derived) for other in calls)
-
-
-def _related(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
-

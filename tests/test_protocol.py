@@ -67,6 +67,33 @@ def test_optimizer_params_and_aliases():
     assert owners["any_opt"] is None
 
 
+def test_optimizer_params_named_parameter_list_equals_inline():
+    ctx = _ctx(
+        """
+        import itertools, torch
+        ge = itertools.chain(gen.parameters(), enc.parameters())
+        opt_ge = torch.optim.Adam(ge, lr=1e-3)
+        opt_inline = torch.optim.Adam(itertools.chain(gen.parameters(), enc.parameters()), lr=1e-3)
+        c_params = [*critic.parameters(), *encoder.parameters()]
+        opt_c = torch.optim.Adam(c_params, lr=1e-3)
+        twice = list(a.parameters())
+        twice = list(b.parameters())
+        opt_twice = torch.optim.Adam(twice)
+        def build(params):
+            return torch.optim.Adam(params)
+        grown = list(a.parameters())
+        grown += list(b.parameters())
+        opt_grown = torch.optim.Adam(grown)
+        """
+    )
+    owners = optimizer_params(ctx)
+    assert owners["opt_ge"] == owners["opt_inline"] == frozenset({"gen", "enc"})
+    assert owners["opt_c"] == frozenset({"critic", "encoder"})
+    assert owners["opt_twice"] is None  # assigned twice: which one reaches is not asked here
+    assert owners["opt_grown"] is None
+    assert owners.get("build") is None
+
+
 def test_zeroes_for():
     ctx = _ctx(
         """

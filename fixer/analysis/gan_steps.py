@@ -21,6 +21,7 @@ from typing import Optional
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import flows_straight, frees_graph
+from fixer.analysis.shared_graph import flowing_nodes
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.protocol import optimizer_params
@@ -95,12 +96,20 @@ def use_key(node: ast.expr) -> Optional[str]:
 
 
 
-def flows_to(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.stmt, call: BackwardCall) -> bool:
-    """The value computed by ``stmt`` reaches the tensor ``call`` backpropagates."""
+def flows_to(ctx: FileContext, graph: GraphFacts, scope: Scope, use: Use, call: BackwardCall) -> bool:
+    """The callable's result at ``use`` reaches the tensor ``call`` backpropagates, through
+    graph-carrying sub-expressions only: ``D(x).detach()``, ``D(x).item()``, ``D(x) > 0`` and
+    ``fake = G(z).detach()`` (for a use ``G(z)``) carry nothing on."""
+    stmt = use.stmt
     if stmt is ctx.statement_of(call.node):
-        return True
-    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return carried_within(ctx, use.call, call.target)
+    if not isinstance(stmt, ASSIGNMENTS) or stmt.value is None or not carried_within(ctx, use.call, stmt.value):
         return False
+    return statement_flows_to(ctx, graph, scope, stmt, call)
+
+
+def statement_flows_to(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.stmt, call: BackwardCall) -> bool:
+    """The value the assignment ``stmt`` binds reaches the tensor ``call`` backpropagates."""
     assignments, starts = _assignments(ctx, scope)
     first = bisect.bisect_left(starts, (stmt.end_lineno, stmt.end_col_offset))
     last = bisect.bisect_right(starts, position(call.node))
@@ -108,6 +117,22 @@ def flows_to(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.stmt, 
 
 
 ASSIGNMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def carried_within(ctx: FileContext, node: ast.expr, root: ast.expr) -> bool:
+    """``node``'s value is part of ``root``'s graph: ``node`` is ``root`` or one of its
+    graph-carrying sub-expressions (not under ``.detach()``, ``.data``, ``.item()``, no_grad or a
+    comparison)."""
+    if node is root:
+        return True
+    if not any(n is node for n in flowing_nodes(ctx, root)):
+        return False
+    for parent in ctx.ancestors(node):
+        if parent is root:
+            return True
+        if isinstance(parent, ast.Compare):
+            return False
+    return False
 
 
 def _assignments(ctx: FileContext, scope: Scope) -> tuple[list[ast.stmt], list[tuple[int, int]]]:
@@ -189,7 +214,7 @@ def backward_events(ctx: FileContext, scope: Scope) -> list[Event]:
             if call.kind in FREEING_KINDS and frees_graph(call):
                 stmt = ctx.statement_of(call.node)
                 uses = [MappedUse(u, scope, u.callee, frozenset({u.key})) for u in callable_uses(ctx, scope, graph)
-                        if before_or_at(u.stmt, stmt) and flows_to(ctx, graph, scope, u.stmt, call)]
+                        if before_or_at(u.stmt, stmt) and flows_to(ctx, graph, scope, u, call)]
                 events.append(Event(stmt, call, None, uses))
         return sorted(events, key=lambda e: position(e.stmt))
 
@@ -268,7 +293,7 @@ def _helper_backwards(ctx: FileContext, helper: Scope) -> list[Event]:
                 continue  # only calls in the helper's own body (no branch, no loop)
             uses = []
             for use in callable_uses(ctx, helper, graph):
-                if before_or_at(use.stmt, stmt) and flows_to(ctx, graph, helper, use.stmt, call):
+                if before_or_at(use.stmt, stmt) and flows_to(ctx, graph, helper, use, call):
                     keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3)
                     if keys:
                         uses.append(MappedUse(use, helper, use.callee, frozenset(keys)))

@@ -144,13 +144,14 @@ def innermost_loop(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Optional[a
 def flows_straight(ctx: FileContext, graph: GraphFacts, stmt: ast.stmt, later: Iterable[ast.AST], call: BackwardCall) -> bool:
     """The value ``stmt`` assigns reaches the tensor ``call`` backpropagates, following ``later``
     (the statements between them, in order, run once): a name rebound from other values no longer
-    carries it (``output = D(fake)`` for one loss, ``output = D(real)`` for the next)."""
+    carries it (``output = D(fake)`` for one loss, ``output = D(real)`` for the next), and a name
+    read only under ``.detach()``, ``.data`` or ``.item()`` passes nothing on."""
     live = set(assigned_names(stmt))
     for node in later:
         if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or node.value is None or node is stmt:
             continue
         targets = set(assigned_names(node))
-        mentioned = ctx.memo(("names_in", id(node.value)), lambda: names_in(node.value))
+        mentioned = ctx.memo(("flowing_names", id(node.value)), lambda: flowing_names(ctx, node.value))
         carries = bool(mentioned & live) and not under_no_grad(ctx, node) and graph.kind(node.value, node) != Kind.NONE
         if carries:
             live |= targets

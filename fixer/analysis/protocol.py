@@ -146,6 +146,16 @@ def _parameter_owners(ctx: FileContext, assign: ast.Assign) -> Optional[frozense
     params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
     if params is None:
         return None
+    models = _models_in(ctx, assign, params, depth=2)
+    if not models:
+        return None
+    return frozenset(models | _aliases(ctx, assign, models))
+
+
+def _models_in(ctx: FileContext, assign: ast.Assign, params: ast.expr, depth: int) -> Optional[set[str]]:
+    """The models whose ``.parameters()`` make up ``params``; a name is followed to its one
+    assignment in the same function (``ge = chain(g.parameters(), e.parameters())``), so naming
+    the list or writing it inline gives the same answer. None when some part is unknown."""
     models: set[str] = set()
     for node in ast.walk(params):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("parameters", "named_parameters"):
@@ -154,16 +164,35 @@ def _parameter_owners(ctx: FileContext, assign: ast.Assign) -> Optional[frozense
                 return None
             models.add(model)
         elif isinstance(node, ast.Name) and not _is_parameters_receiver(ctx, node, params):
-            return None  # a parameter list built elsewhere: unknown
-    if not models:
+            value = _single_assignment(ctx, assign, node.id) if depth > 0 else None
+            inner = _models_in(ctx, assign, value, depth - 1) if value is not None else None
+            if not inner:
+                return None  # a parameter list built elsewhere: unknown
+            models |= inner
+    return models
+
+
+def _single_assignment(ctx: FileContext, assign: ast.Assign, name: str) -> Optional[ast.expr]:
+    """The value of the one ``name = ...`` before ``assign`` in its function (or module); None
+    when it is assigned otherwise too (augmented, in a loop target, twice)."""
+    scope = next((a for a in ctx.ancestors(assign) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))), None)
+    if scope is None:
         return None
-    return frozenset(models | _aliases(ctx, assign, models))
+    # every binding of the name below the scope, nested functions included (that only errs to None)
+    found = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))]
+    if len(found) != 1:
+        return None
+    target = found[0]
+    parent = ctx.parent(target)
+    if not (isinstance(parent, ast.Assign) and parent.targets == [target] and (parent.lineno, parent.col_offset) < (assign.lineno, assign.col_offset)):
+        return None
+    return parent.value
 
 
 def _is_parameters_receiver(ctx: FileContext, name: ast.Name, root: ast.AST) -> bool:
     """``model`` in ``model.parameters()`` or ``model.head.parameters()``; builtins like ``list``."""
-    if name.id in ("list", "dict", "filter", "chain", "itertools"):
-        return True
+    if name.id in ("list", "dict", "filter", "chain", "itertools") or qualified(ctx, name) == "itertools.chain":
+        return True  # also ``from itertools import chain as ichain``
     node: ast.AST = name
     for parent in ctx.ancestors(name):
         if parent is root:
