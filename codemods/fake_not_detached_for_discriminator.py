@@ -80,7 +80,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls
 from fixer.analysis.gan_fakes import caller_fake, fake_definition, same_definition
-from fixer.analysis.gan_roles import producers, roles_hold, trains
+from fixer.analysis.gan_roles import discriminates, producers, roles_hold, trains
 from fixer.analysis.gan_steps import FREEING_KINDS, Use, backward_events, may_step_in_helpers, use_key
 from fixer.analysis.gan_steps import after as _after
 from fixer.analysis.gan_steps import before as _before
@@ -248,6 +248,8 @@ def _discriminator_steps_after_generator(
                 continue
             step_g, step_d = pair
             for use in uses:
+                if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
+                    continue
                 if not _between(use.stmt, one, two, inclusive_end=True) or not _flows(ctx, graph, scope, use, second):
                     continue
                 found = fake_definition(ctx, graph, scope, use)
@@ -320,6 +322,8 @@ def _reused_discriminator_outputs(
             step_g, step_d = pair
             for use in uses:
                 stmt = use.stmt
+                if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
+                    continue
                 if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
                     continue
                 if stmt.value is not use.call or not _before(stmt, one) or innermost_loop(ctx, stmt, scope.node) is not innermost_loop(ctx, one, scope.node):
@@ -395,6 +399,8 @@ def _discriminator_uses(
         return
     uses = _uses(ctx, scope, graph)
     for use in uses:
+        if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
+            continue
         if not _before_or_at(use.stmt, one_stmt) or not _flows(ctx, graph, scope, use, first):
             continue
         later = [u for u in uses if u.callee == use.callee and u.key == use.key and _between(u.stmt, one_stmt, two_stmt, inclusive_end=True)]

@@ -102,13 +102,19 @@ def roles_hold(ctx: FileContext, callee: str, made_by: frozenset[str], discrimin
     """``made_by`` (the fake's producers) includes a module ``generator_opt`` trains and none that
     ``discriminator_opt`` trains; ``callee`` is a module ``discriminator_opt`` trains and
     ``generator_opt`` does not. False whenever either optimizer's parameters are not known."""
+    if not made_by or not discriminates(ctx, callee, discriminator_opt, generator_opt):
+        return False
+    owners = optimizer_params(ctx)
+    trained_d, trained_g = owners[discriminator_opt], owners[generator_opt]
+    return any(trains(trained_g, module) for module in made_by) and not any(trains(trained_d, module) for module in made_by)
+
+
+def discriminates(ctx: FileContext, callee: str, discriminator_opt: str, generator_opt: str) -> bool:
+    """The cheap half of ``roles_hold``: both optimizers' parameters are known, and ``callee`` is
+    trained by the first and not by the second."""
     owners = optimizer_params(ctx)
     trained_d, trained_g = owners.get(discriminator_opt), owners.get(generator_opt)
-    if not trained_d or not trained_g or not made_by:
-        return False
-    if not trains(trained_d, callee) or trains(trained_g, callee):
-        return False
-    return any(trains(trained_g, module) for module in made_by) and not any(trains(trained_d, module) for module in made_by)
+    return bool(trained_d) and bool(trained_g) and trains(trained_d, callee) and not trains(trained_g, callee)
 
 
 def trains(models: frozenset[str], module: str) -> bool:

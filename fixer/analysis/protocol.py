@@ -178,8 +178,7 @@ def _single_assignment(ctx: FileContext, assign: ast.Assign, name: str) -> Optio
     scope = next((a for a in ctx.ancestors(assign) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))), None)
     if scope is None:
         return None
-    # every binding of the name below the scope, nested functions included (that only errs to None)
-    found = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))]
+    found = _bindings(ctx, scope).get(name, [])
     if len(found) != 1:
         return None
     target = found[0]
@@ -189,10 +188,27 @@ def _single_assignment(ctx: FileContext, assign: ast.Assign, name: str) -> Optio
     return parent.value
 
 
+def _bindings(ctx: FileContext, scope: ast.AST) -> dict[str, list[ast.Name]]:
+    """Every binding of each name below ``scope``, nested functions included (that only errs to
+    "assigned more than once")."""
+
+    def compute() -> dict[str, list[ast.Name]]:
+        found: dict[str, list[ast.Name]] = {}
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                found.setdefault(node.id, []).append(node)
+        return found
+
+    return ctx.memo(("name_bindings", id(scope)), compute)
+
+
 def _is_parameters_receiver(ctx: FileContext, name: ast.Name, root: ast.AST) -> bool:
     """``model`` in ``model.parameters()`` or ``model.head.parameters()``; builtins like ``list``."""
-    if name.id in ("list", "dict", "filter", "chain", "itertools") or qualified(ctx, name) == "itertools.chain":
-        return True  # also ``from itertools import chain as ichain``
+    if name.id in ("list", "dict", "filter", "chain", "itertools"):
+        return True
+    call = ctx.parent(name)
+    if isinstance(call, ast.Call) and call.func is name and qualified(ctx, name) == "itertools.chain":
+        return True  # ``from itertools import chain as ichain``
     node: ast.AST = name
     for parent in ctx.ancestors(name):
         if parent is root:
