@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 from fixer.analysis.calls import backward_calls
@@ -162,3 +163,39 @@ def test_value_recorded_under_no_grad_is_a_boundary():
         a.backward()
         b.backward()
     """) == [None, None]
+
+
+def _statements(source: str):
+    from fixer.analysis.scopes import scopes
+
+    ctx = FileContext("t.py", textwrap.dedent(source))
+    marked = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            marked[node.value.func.id] = node
+    return ctx, scopes(ctx)[0], marked
+
+
+def test_a_branch_that_ends_the_pass_does_not_run_before_what_follows():
+    from fixer.analysis.shared_graph import runs_after_in_same_pass
+
+    ctx, scope, s = _statements(
+        """
+        for i in range(4):
+            if i < 2:
+                first()
+                continue
+            if i < 3:
+                also_first()
+                log()
+            second()
+            for j in range(2):
+                inner()
+                continue
+            after_inner()
+        """
+    )
+    assert not runs_after_in_same_pass(ctx, scope, s["first"], s["second"])
+    assert runs_after_in_same_pass(ctx, scope, s["also_first"], s["second"])
+    assert runs_after_in_same_pass(ctx, scope, s["inner"], s["after_inner"], allow_first_loop=True)
+    assert not runs_after_in_same_pass(ctx, scope, s["inner"], s["after_inner"])

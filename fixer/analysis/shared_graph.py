@@ -315,19 +315,39 @@ def runs_after_in_same_pass(ctx: FileContext, scope: Scope, first: ast.stmt, sec
         return False
     first_path, second_path = statement_path(ctx, first, scope), statement_path(ctx, second, scope)
     second_ids = {id(n): i for i, n in enumerate(second_path)}
+    in_first_loop = False  # a loop around ``first`` that ends before ``second``
     for index, node in enumerate(first_path):
         if id(node) in second_ids:
             return False  # one contains the other
         parent = ctx.parent(node)
         if parent is None or (id(parent) not in second_ids and parent is not scope.node):
-            if isinstance(parent, LOOPS) and not allow_first_loop:
-                return False
+            if isinstance(parent, LOOPS):
+                if not allow_first_loop:
+                    return False
+                in_first_loop = True  # its continue/break end an iteration of that loop only
+            if _jumps_after(parent, node, None, in_first_loop):
+                return False  # ``if warmup: ...; continue``: the pass ends before ``second``
             continue
         # ``parent`` is the common ancestor; ``node`` and second's child of it must share a list
         child = second_path[second_ids[id(parent)] - 1] if parent is not scope.node else second_path[-1]
         if any(isinstance(n, LOOPS) for n in second_path[: second_path.index(child) + 1]):
             return False
-        return _same_field(parent, node, child)
+        return _same_field(parent, node, child) and not _jumps_after(parent, node, child, in_first_loop)
+    return False
+
+
+def _jumps_after(parent: Optional[ast.AST], node: ast.AST, until: Optional[ast.AST], in_first_loop: bool) -> bool:
+    """A ``return``/``raise`` (or, outside a loop that ends before the second statement, a
+    ``continue``/``break``) follows ``node`` in its block, before ``until`` when given."""
+    jumps = (ast.Return, ast.Raise) if in_first_loop else (ast.Return, ast.Raise, ast.Continue, ast.Break)
+    for name in ("body", "orelse", "finalbody"):
+        items = getattr(parent, name, None)
+        if not isinstance(items, list):
+            continue
+        ids = [id(x) for x in items]
+        if id(node) in ids:
+            later = items[ids.index(id(node)) + 1 : ids.index(id(until)) if until is not None and id(until) in ids else None]
+            return any(isinstance(stmt, jumps) for stmt in later)
     return False
 
 
