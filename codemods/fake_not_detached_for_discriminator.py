@@ -233,8 +233,8 @@ def _discriminator_steps_after_generator(
 ) -> Iterator[tuple[list[ast.expr], BackwardCall]]:
     """The generator step runs first (``g_loss.backward()`` through ``D(fake)``, its optimizer
     steps), then the discriminator step applies its module to the same ``fake`` again: its
-    backward walks into the generator graph the first one freed. Every use of ``fake`` in the
-    discriminator step is detached there (the generator step's optimizer trains the producer)."""
+    backward walks into the generator graph the first one freed. Every graph-carrying read of ``fake``
+    in the discriminator step is detached there (the generator step's optimizer trains the producer)."""
     graph = facts(ctx, scope)
     uses = _uses(ctx, scope, graph)
     for index, first in enumerate(calls):
