@@ -237,13 +237,13 @@ class GraphFacts:
         if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
             return Kind.LEAF
         args = _max(self.kind(a, at, seen) for a in [*call.args, *(k.value for k in call.keywords)])
+        if name and name.startswith("torch."):  # the torch API, never a project function
+            return _promote(args)
         local = self._local_function(func)
         if local is not None:  # a visible function is judged by what it returns, never by its name
             return self._returns(local, seen)
         if self.is_module(func):
             return Kind.GRAPH
-        if name and name.startswith("torch."):
-            return _promote(args)
         receiver = self.kind(func.value, at, seen) if isinstance(func, ast.Attribute) else Kind.NONE
         if isinstance(func, ast.Attribute) and (dotted(func) is None or receiver >= Kind.LEAF):
             if func.attr not in TENSOR_METHODS and (dotted(func.value), id(at)) in self._duck_typed:
