@@ -12,9 +12,11 @@ def gan_step(real):
     dopt = torch.optim.Adam(disc.parameters(), lr=1e-3)
     for _ in range(3):
         fake = gen(torch.randn(4, 2))
+        dopt.zero_grad()
         dloss = disc(fake).mean() - disc(real).mean()
         dloss.backward()
         dopt.step()
+        gopt.zero_grad()
         gloss = -disc(fake).mean()
         gloss.backward()
         gopt.step()

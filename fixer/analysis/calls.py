@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 
 AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
@@ -112,13 +112,34 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
         return OptimizerCall(node, "zero_grad", owner)
     if node.func.attr != "step":
         return None
-    if last_name(node.func.value) == "scaler" or owner.endswith("scaler"):
+    if last_name(node.func.value) == "scaler" or owner.endswith("scaler") or owner in _bound_names(ctx)[1]:
         inner = dotted(node.args[0]) if node.args else None
         return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
     short = owner.rsplit(".", 1)[-1]
-    if OPTIMIZER_NAME.search(short) and not NOT_OPTIMIZER.search(short) and len(node.args) <= 1:
+    looks_like = OPTIMIZER_NAME.search(short) and not NOT_OPTIMIZER.search(short)
+    if len(node.args) <= 1 and (looks_like or owner in _bound_names(ctx)[0]):
         return OptimizerCall(node, "step", owner)
     return None
+
+
+def _bound_names(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
+    """(optimizers, gradient scalers): names this file binds to their construction, whatever the
+    names are (``n3 = torch.optim.SGD(...)``); names alone say it only for the others."""
+    from fixer.analysis.protocol import is_optimizer_construction
+
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
+        optimizers, scalers = set(), set()
+        for assign in statement_index(ctx).assigns:
+            name = dotted(assign.targets[0]) if len(assign.targets) == 1 else None
+            if name is None or not isinstance(assign.value, ast.Call):
+                continue
+            if is_optimizer_construction(ctx, assign.value):
+                optimizers.add(name)
+            elif (last_name(assign.value.func) or "").endswith("GradScaler"):
+                scalers.add(name)
+        return frozenset(optimizers), frozenset(scalers)
+
+    return ctx.memo("bound_optimizers", compute)
 
 
 def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
