@@ -237,32 +237,39 @@ def _discriminator_steps_after_generator(
     in the discriminator step is detached there (the generator step's optimizer trains the producer)."""
     graph = facts(ctx, scope)
     uses = _uses(ctx, scope, graph)
+    for first, second, one, two, step_g, step_d in _generator_first_pairs(ctx, scope, calls, steps, ("create_graph", "retain_graph")):
+        for use in uses:
+            if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
+                continue
+            if not _between(use.stmt, one, two, inclusive_end=True) or not _flows(ctx, graph, scope, use, second):
+                continue
+            found = fake_definition(ctx, graph, scope, use)
+            if found is None:
+                continue
+            if not any(u.key == use.key and _before_or_at(u.stmt, one) and _flows(ctx, graph, scope, u, first)
+                       and same_definition(ctx, graph, scope, u, found) for u in uses):
+                continue  # the generator step does not backpropagate through this fake
+            if not roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
+                continue
+            if not _rebound(ctx, scope, {use.key.partition("[")[0]}, one, two):
+                yield _reads(ctx, scope, use.key, one, two), second
+                break
+
+
+def _generator_first_pairs(
+    ctx: FileContext, scope: Scope, calls: list[BackwardCall], steps: list[OptimizerCall], unless: tuple[str, ...]
+) -> Iterator[tuple[BackwardCall, BackwardCall, ast.stmt, ast.stmt, OptimizerCall, OptimizerCall]]:
+    """(first backward, second backward, their statements, the generator and discriminator steps)
+    for every pair run generator step first; a first backward passing one of ``unless`` is skipped."""
     for index, first in enumerate(calls):
-        if first.keyword("create_graph") is not None or first.keyword("retain_graph") is not None:
+        if any(first.keyword(flag) is not None for flag in unless):
             continue
         one = ctx.statement_of(first.node)
         for second in calls[index + 1 :]:
             two = ctx.statement_of(second.node)
             pair = _generator_first_steps(ctx, scope, one, two, steps)
-            if pair is None:
-                continue
-            step_g, step_d = pair
-            for use in uses:
-                if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
-                    continue
-                if not _between(use.stmt, one, two, inclusive_end=True) or not _flows(ctx, graph, scope, use, second):
-                    continue
-                found = fake_definition(ctx, graph, scope, use)
-                if found is None:
-                    continue
-                if not any(u.key == use.key and _before_or_at(u.stmt, one) and _flows(ctx, graph, scope, u, first)
-                           and same_definition(ctx, graph, scope, u, found) for u in uses):
-                    continue  # the generator step does not backpropagate through this fake
-                if not roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
-                    continue
-                if not _rebound(ctx, scope, {use.key.partition("[")[0]}, one, two):
-                    yield _reads(ctx, scope, use.key, one, two), second
-                    break
+            if pair is not None:
+                yield (first, second, one, two, *pair)
 
 
 def _generator_first_steps(
@@ -310,33 +317,24 @@ def _reused_discriminator_outputs(
     ``out`` (then of ``fake``) in the discriminator step and the generator step's backward."""
     graph = facts(ctx, scope)
     uses = _uses(ctx, scope, graph)
-    for index, first in enumerate(calls):
-        if first.keyword("create_graph") is not None:
-            continue
-        one = ctx.statement_of(first.node)
-        for second in calls[index + 1 :]:
-            two = ctx.statement_of(second.node)
-            pair = _generator_first_steps(ctx, scope, one, two, steps)
-            if pair is None:
+    for first, second, one, _, step_g, step_d in _generator_first_pairs(ctx, scope, calls, steps, ("create_graph",)):
+        for use in uses:
+            stmt = use.stmt
+            if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
                 continue
-            step_g, step_d = pair
-            for use in uses:
-                stmt = use.stmt
-                if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
-                    continue
-                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
-                    continue
-                if stmt.value is not use.call or not _before(stmt, one) or innermost_loop(ctx, stmt, scope.node) is not innermost_loop(ctx, one, scope.node):
-                    continue
-                if not _flows(ctx, graph, scope, use, first) or not _flows(ctx, graph, scope, use, second):
-                    continue
-                found = fake_definition(ctx, graph, scope, use)
-                if found is None or not roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
-                    continue
-                reads = _discriminator_reads(ctx, graph, scope, stmt, use, one, second, steps)
-                if reads:
-                    yield use, reads, first
-                    break
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            if stmt.value is not use.call or not _before(stmt, one) or innermost_loop(ctx, stmt, scope.node) is not innermost_loop(ctx, one, scope.node):
+                continue
+            if not _flows(ctx, graph, scope, use, first) or not _flows(ctx, graph, scope, use, second):
+                continue
+            found = fake_definition(ctx, graph, scope, use)
+            if found is None or not roles_hold(ctx, use.callee, producers(ctx, graph, found[1], found[0]), step_d.owner, step_g.owner):
+                continue
+            reads = _discriminator_reads(ctx, graph, scope, stmt, use, one, second, steps)
+            if reads:
+                yield use, reads, first
+                break
 
 
 def _discriminator_reads(
