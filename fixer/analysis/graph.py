@@ -15,7 +15,7 @@ from typing import Optional
 
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, backward_calls
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.project import called_function
+from fixer.analysis.project import called_function, imported_classes
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
@@ -332,10 +332,12 @@ def imported_names(ctx: FileContext) -> set[str]:
 
 
 def module_classes(ctx: FileContext) -> set[str]:
-    """Classes in this file that subclass ``nn.Module`` (directly or through each other)."""
+    """Classes that subclass ``nn.Module`` (directly or through each other): this file's, and
+    those imported from other project files (by the name that refers to them here)."""
 
     def compute() -> set[str]:
-        found: set[str] = set()
+        ctx.memo("module_classes", set)  # while computing: an import cycle sees no classes yet
+        found = {name for name, (other, cls) in imported_classes(ctx).items() if cls.name in module_classes(other)}
         classes = statement_index(ctx).classes
         changed = True
         while changed:

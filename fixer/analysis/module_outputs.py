@@ -20,6 +20,7 @@ from typing import Optional, Union
 
 from fixer.analysis.graph import module_classes
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project import imported_classes
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
@@ -85,31 +86,39 @@ def _constructed(ctx: FileContext, value: ast.expr, classes: set[str]) -> Option
 
 
 def _forward(ctx: FileContext, class_name: str, seen: Optional[set] = None) -> Union[Scope, str, None]:
-    """The ``forward`` a class of this file runs: its own, a base's of this file, or torch's."""
+    """The ``forward`` a module class runs (a class of this file or imported from another project
+    file): its own, a base's, or torch's."""
     seen = seen if seen is not None else set()
-    if class_name in seen:
+    found = _class(ctx, class_name)
+    if found is None or id(found[1]) in seen:
         return None
-    seen.add(class_name)
-    matches = [c for c in statement_index(ctx).classes if c.name == class_name]
-    if len(matches) != 1:
-        return None
-    cls = matches[0]
-    for scope in scopes(ctx):
+    home, cls = found
+    seen.add(id(cls))
+    for scope in scopes(home):
         if scope.class_node is cls and scope.node.name == "forward":
             return scope
     for base in cls.bases:
-        base_name = qualified(ctx, base) or ""
-        if base_name in module_classes(ctx):
-            return _forward(ctx, base_name, seen)
+        base_name = qualified(home, base) or ""
+        if base_name in module_classes(home):
+            return _forward(home, base_name, seen)
         if base_name.startswith("torch.nn.") and base_name.rsplit(".", 1)[-1] != "Module":
             return TORCH  # e.g. a subclass of nn.Sequential that adds no forward
     return None
 
 
+def _class(ctx: FileContext, class_name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """(file, class) that ``class_name`` names in ``ctx``: one class of this file, or an import."""
+    matches = [c for c in statement_index(ctx).classes if c.name == class_name]
+    if matches:
+        return (ctx, matches[0]) if len(matches) == 1 else None
+    return imported_classes(ctx).get(class_name)
+
+
 def _forward_shares(ctx: FileContext, forward: Scope, depth: int) -> bool:
     from fixer.analysis.shared_graph import _Tracer  # shared_graph imports this module
 
-    tracer = _Tracer(ctx, forward, depth)
+    tracer = _Tracer(forward.ctx or ctx, forward, depth)
+    ctx = forward.ctx or ctx
     returns = [n for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
     returns = [r for r in returns if not under_no_grad(ctx, r)]
     for ret in returns:

@@ -1,6 +1,8 @@
-"""Functions imported from other files of the same project: ``from losses import compute_loss``
-(or ``from .losses import ...``, ``import losses``) resolves to ``losses.py`` beside the file or in
-its package, which is parsed once per process. Anything that cannot be found or parsed is unknown."""
+"""Functions and classes imported from other files of the same project: ``from losses import
+compute_loss`` (or ``from .losses import ...``, ``import losses``) resolves to ``losses.py`` beside
+the file or in its package, which is parsed once per process; a package's ``__init__.py`` that
+imports the name from a module of its own is followed. Anything that cannot be found or parsed is
+unknown."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from fixer.context import FileContext
 from fixer.source import SourceError, decode, read_bytes
 
 MAX_BYTES = 1_000_000
+MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
 _loaded: dict[str, Optional[FileContext]] = {}
 
 
@@ -64,14 +67,64 @@ def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
 
 
 def _function_in(importer: str, module: Optional[str], level: int, function: str) -> Optional[Scope]:
+    found = _definition_in(importer, module, level, function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if found is None:
+        return None
+    other, node = found
+    return next((s for s in scopes(other) if s.node is node), None)
+
+
+def imported_classes(ctx: FileContext) -> dict[str, tuple[FileContext, ast.ClassDef]]:
+    """Classes of other project files this file imports, by their name as ``names.qualified``
+    gives it (``models.Net`` for ``from models import Net`` and for ``import models``; ``Net``
+    for ``from .models import Net``)."""
+
+    def compute() -> dict[str, tuple[FileContext, ast.ClassDef]]:
+        found: dict[str, tuple[FileContext, ast.ClassDef]] = {}
+        if ctx.path in ("-", "<stdin>"):
+            return found
+        for node in statement_index(ctx).imports:
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    cls = _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
+                    local = alias.asname or alias.name
+                    if cls is not None:
+                        found[f"{node.module}.{alias.name}" if node.module and not node.level else local] = cls
+                    elif node.level:  # ``from . import models``: a module of the package
+                        _add_classes(found, local, _module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level))
+            else:
+                for alias in node.names:
+                    _add_classes(found, alias.name, _module_file(ctx.path, alias.name, 0))
+        return found
+
+    return ctx.memo("imported_classes", compute)
+
+
+def _add_classes(found: dict, prefix: str, path: Optional[str]) -> None:
+    other = _load(path) if path else None
+    if other is not None:
+        for cls in other.tree.body:
+            if isinstance(cls, ast.ClassDef):
+                found[f"{prefix}.{cls.name}"] = (other, cls)
+
+
+def _definition_in(importer: str, module: Optional[str], level: int, name: str, kind, depth: int = 0):
+    """(context, node) of the top-level ``kind`` definition ``name`` in the module ``importer``
+    imports, following re-exports of a package's own modules; None if unknown."""
     path = _module_file(importer, module, level)
     other = _load(path) if path else None
     if other is None:
         return None
-    for scope in scopes(other):
-        node = scope.node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function and other.parent(node) is other.tree:
-            return scope
+    for node in other.tree.body:
+        if isinstance(node, kind) and node.name == name:
+            return other, node
+    if depth >= MAX_REEXPORTS:
+        return None
+    for node in other.tree.body:  # re-exported: ``from .models import Net`` in __init__.py
+        if isinstance(node, ast.ImportFrom) and node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return _definition_in(path, node.module, node.level, alias.name, kind, depth + 1)
     return None
 
 
@@ -89,8 +142,11 @@ def _module_file(importer: str, module: Optional[str], level: int) -> Optional[s
             bases.append(folder)
     for base in bases:
         stem = os.path.join(base, *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if parts and os.path.isfile(candidate):
+        package = os.path.join(stem, "__init__.py")
+        if not parts:  # ``from . import x``: the package itself
+            return package if level and os.path.isfile(package) else None
+        for candidate in (stem + ".py", package):
+            if os.path.isfile(candidate):
                 return candidate
     return None
 
