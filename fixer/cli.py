@@ -19,12 +19,12 @@ from fixer.diff import display_path, unified_diff
 from fixer.discovery import discover
 from fixer.engine import FileResult, Options, process_source
 from fixer.output import FORMATS, as_json, github_lines, text_lines
-from fixer.registry import all_rules, by_code, select_rules, unknown_selectors
+from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
 from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 123
-SUBCOMMANDS = ("check", "rules", "explain")
+SUBCOMMANDS = ("check", "rules", "explain", "server")
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -257,7 +257,17 @@ def explain(code: str = typer.Argument(..., help="Rule code (GF101) or name.")) 
     except KeyError:
         _err(f"graphfix: error: unknown rule {code!r} (see `graphfix rules`)")
         raise typer.Exit(2)
-    typer.echo(f"# {rule.name} ({rule.code})\n\n{rule.documentation}")
+    typer.echo(explanation(rule))
+
+
+@app.command("server")
+def server_command(
+    stdio: bool = typer.Option(True, "--stdio", help="Talk LSP over stdin/stdout: the only transport (many clients pass the flag)."),
+) -> None:
+    """Run the language server on stdin/stdout (needs the server extra, which adds pygls)."""
+    from fixer.server import main as serve
+
+    raise typer.Exit(serve())
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import lru_cache
-from typing import Iterable, Sequence
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
 
 import codemods
 from fixer.rule import Rule, iter_rule_classes
@@ -37,6 +38,21 @@ def by_code(code: str) -> type[Rule]:
         if rule.code == code.upper() or rule.name == code.lower():
             return rule
     raise KeyError(code)
+
+
+def explanation(rule: type[Rule]) -> str:
+    """A rule's documentation as `graphfix explain` prints it (markdown)."""
+    return f"# {rule.name} ({rule.code})\n\n{rule.documentation}"
+
+
+RULES_PAGE = Path(codemods.__file__).resolve().parent.parent / "docs" / "rules.md"
+
+
+def documentation_url(rule: type[Rule]) -> Optional[str]:
+    """The rule's section of docs/rules.md (its anchor is the lower-case code) as a file URI. The
+    project has no hosted documentation, so there is a URL only where the page is on disk (a
+    source checkout or editable install); `graphfix explain` works everywhere."""
+    return f"{RULES_PAGE.as_uri()}#{rule.code.lower()}" if RULES_PAGE.is_file() else None
 
 
 def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[Rule]]:

@@ -1,0 +1,202 @@
+"""The LSP side: diagnostics on open/change/save, a quick fix per finding (safe or unsafe, said in
+its title), the source action ``source.fixAll.graphfix``, hover with the rule's documentation, and
+settings from initializationOptions and workspace/didChangeConfiguration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from fixer import __version__
+from fixer.engine import Options
+from fixer.registry import by_code, documentation_url, explanation
+from fixer.rule import Applicability, Diagnostic
+from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
+from fixer.server.settings import EditorSettings, editor_settings, options_for
+
+FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
+QUICK_FIX = lsp.CodeActionKind.QuickFix.value
+
+
+class GraphfixServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        self.editor = EditorSettings()
+        self.shown: set[str] = set()  # problems already shown: a bad setting is told once, not per keystroke
+        self.cache: dict[str, Checked] = {}
+
+    def configure(self, raw: object) -> None:
+        self.editor, problems = editor_settings(raw)
+        self.shown.clear()
+        self.tell(problems)
+
+    def tell(self, problems: list[str], kind: lsp.MessageType = lsp.MessageType.Warning) -> None:
+        for problem in problems:
+            if problem not in self.shown:
+                self.shown.add(problem)
+                self.window_show_message(lsp.ShowMessageParams(kind, f"graphfix: {problem}"))
+
+    def options(self, uri: str) -> Options:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        options, problems = options_for(Path(path) if path else None, self.editor)
+        self.tell(problems)
+        return options
+
+    def path(self, uri: str) -> str:
+        return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+
+    def checked(self, document: TextDocument, fresh: bool = False) -> Checked:
+        """The findings of the buffer as it is now (cached until its text changes)."""
+        cached = self.cache.get(document.uri)
+        if fresh or cached is None or cached.text != document.source:
+            cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
+            crashes = [e for e in cached.errors if not e.startswith(("cannot parse", "cannot decode"))]
+            if crashes:  # a syntax error mid-typing is no news; a rule crash is a bug of ours
+                self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, "; ".join(crashes)))
+        return cached
+
+    def publish(self, uri: str, fresh: bool = False) -> None:
+        document = self.workspace.get_text_document(uri)
+        checked = self.checked(document, fresh)
+        lines = Lines(checked.text)
+        diagnostics = [to_lsp(d, lines, document) for d in checked.diagnostics]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics, document.version))
+
+
+server = GraphfixServer()
+
+
+@server.feature(lsp.INITIALIZE)
+def initialize(ls: GraphfixServer, params: lsp.InitializeParams) -> None:
+    ls.configure(params.initialization_options)
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(ls: GraphfixServer, params: lsp.DidChangeConfigurationParams) -> None:
+    ls.configure(params.settings)
+    for uri in list(ls.workspace.text_documents):
+        ls.publish(uri, fresh=True)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: GraphfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: GraphfixServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri, fresh=True)  # pyproject.toml or imported files may have changed
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: GraphfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    ls.cache.pop(params.text_document.uri, None)
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(params.text_document.uri, []))
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_CODE_ACTION,
+    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL]),
+)
+def code_action(ls: GraphfixServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    checked = ls.checked(document)
+    lines = Lines(checked.text)
+    actions = []
+    if _wanted(QUICK_FIX, params.context.only):
+        start, end = _server_position(lines, document, params.range.start), _server_position(lines, document, params.range.end)
+        for d in checked.diagnostics:
+            fixed = fix_one(checked.text, d) if _overlaps(d, start, end) else None
+            if fixed is None:
+                continue
+            unsafe = d.fix.applicability is Applicability.UNSAFE
+            label = "unsafe fix: may change gradients" if unsafe else "safe fix"
+            actions.append(lsp.CodeAction(
+                f"{d.code}: {d.fix.title or 'apply the fix'} ({label})", kind=lsp.CodeActionKind.QuickFix,
+                diagnostics=[to_lsp(d, lines, document)], is_preferred=not unsafe, edit=_edit(ls, document, lines, fixed),
+            ))
+    if _wanted(FIX_ALL, params.context.only):
+        options = ls.options(document.uri)
+        fixed = fix_all(ls.path(document.uri), checked.text, options)
+        if fixed is not None:
+            title = "graphfix: fix all (unsafe fixes included)" if options.unsafe else "graphfix: fix all safe"
+            actions.append(lsp.CodeAction(title, kind=FIX_ALL, edit=_edit(ls, document, lines, fixed)))
+    return actions
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def hover(ls: GraphfixServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    checked = ls.checked(document)
+    lines = Lines(checked.text)
+    at = _server_position(lines, document, params.position)
+    hits = [d for d in checked.diagnostics if _overlaps(d, at, at)]
+    if not hits:
+        return None
+    codes = dict.fromkeys(d.code for d in hits)
+    text = "\n\n---\n\n".join(explanation(by_code(code)) for code in codes)
+    return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text), _range(lines, document, hits[0]))
+
+
+def to_lsp(d: Diagnostic, lines: Lines, document: TextDocument) -> lsp.Diagnostic:
+    url = documentation_url(by_code(d.code))
+    severity = lsp.DiagnosticSeverity.Warning if d.code.startswith("GF3") else lsp.DiagnosticSeverity.Error
+    return lsp.Diagnostic(
+        _range(lines, document, d), d.message, severity, d.code,
+        code_description=lsp.CodeDescription(url) if url else None, source="graphfix",
+    )
+
+
+def _range(lines: Lines, document: TextDocument, d: Diagnostic) -> lsp.Range:
+    return lsp.Range(_client_position(lines, document, d.line - 1, d.col), _client_position(lines, document, d.end_line - 1, d.end_col))
+
+
+def _client_position(lines: Lines, document: TextDocument, line: int, column: int) -> lsp.Position:
+    """Characters -> the client's code units (UTF-16 unless it chose another)."""
+    return lsp.Position(line, document.position_codec.client_num_units(lines.text_of(line)[:column]))
+
+
+def _server_position(lines: Lines, document: TextDocument, position: lsp.Position) -> tuple[int, int]:
+    text = lines.text_of(position.line).rstrip("\r\n")
+    column = units = 0
+    while column < len(text) and units < position.character:
+        units += document.position_codec.client_num_units(text[column])
+        column += 1
+    return position.line, column
+
+
+def _overlaps(d: Diagnostic, start: tuple[int, int], end: tuple[int, int]) -> bool:
+    return (d.line - 1, d.col) <= end and start <= (d.end_line - 1, d.end_col)
+
+
+def _wanted(kind: str, only: Optional[list]) -> bool:
+    """LSP's ``only`` filter: a kind is wanted when it is, or is under, one asked for."""
+    asked = [getattr(k, "value", k) for k in only or ()]  # lsprotocol gives known kinds as enums
+    return not asked or any(kind == k or kind.startswith(f"{k}.") for k in asked)
+
+
+def _edit(ls: GraphfixServer, document: TextDocument, lines: Lines, fixed: str) -> lsp.WorkspaceEdit:
+    """One edit from the buffer's text to ``fixed``, for the version the client has: a client that
+    changed the buffer since will refuse it instead of applying it to other text."""
+    start, end, text = changed_span("".join(lines.lines), fixed)
+    begin, stop = lines.position(start), lines.position(end)
+    edit = lsp.TextEdit(lsp.Range(_client_position(lines, document, *begin), _client_position(lines, document, *stop)), text)
+    capabilities = ls.client_capabilities.workspace
+    if capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes:
+        identifier = lsp.OptionalVersionedTextDocumentIdentifier(document.uri, document.version)
+        return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(identifier, [edit])])
+    return lsp.WorkspaceEdit(changes={document.uri: [edit]})
+
+
+def serve() -> None:
+    server.start_io()
