@@ -40,9 +40,10 @@ def by_code(code: str) -> type[Rule]:
 
 
 def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[Rule]]:
-    """ruff-style selection: codes or prefixes (``GF1``), or rule names; empty select means all."""
+    """ruff-style selection: codes or prefixes (``GF1``), or rule names; empty select means every
+    default rule (an opt-in rule, ``default = False``, runs only when a selector names it)."""
     rules = all_rules()
-    chosen = [r for r in rules if not select or _matches(r, select)]
+    chosen = [r for r in rules if (r.default if not select else _matches(r, select))]
     return [r for r in chosen if not _matches(r, ignore)]
 
 
