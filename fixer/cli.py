@@ -1,7 +1,9 @@
 """Command line: ``graphfix [check] PATH...``, ``graphfix rules``, ``graphfix explain GFxxx``.
 
 Diffs and diagnostics go to stdout, messages to stderr. Exit codes: 0 clean, 1 findings (or a
-diff), 123 a file could not be read, parsed or fixed, or a rule crashed (as black)."""
+diff); 2 graphfix could not do what was asked: a usage or configuration error, or a bug of ours (a
+crash, a rule crash, a fix refused because it broke the code), as ruff; 123 a file could not be
+read, decoded, parsed or written (black's code). 2 wins over 123, which wins over 1."""
 
 from __future__ import annotations
 
@@ -18,13 +20,13 @@ from fixer.config import ConfigError, Settings, find_pyproject, load, parse_size
 from fixer.diff import display_path, unified_diff
 from fixer.discovery import discover
 from fixer.engine import FileResult, Options, process_source
-from fixer.output import FORMATS, as_json, github_lines, text_lines
+from fixer.output import FORMATS, render
 from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
+from fixer.rule import rule_url
 from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 123
-SUBCOMMANDS = ("check", "rules", "explain", "server")
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -69,7 +71,7 @@ def check(
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="Name to report for source read from stdin."),
     output_format: Optional[str] = typer.Option(None, "--output-format", help=f"One of: {', '.join(FORMATS)}."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read [tool.graphfix] from."),
+    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read \\[tool.graphfix] from."),
     no_gitignore: bool = typer.Option(False, "--no-respect-gitignore", help="Also check files .gitignore excludes."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
@@ -144,16 +146,15 @@ def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, qui
     except SourceError as exc:
         result = FileResult(name, errors=[str(exc)])
     except Exception as exc:  # never lose the buffer to a bug of ours
-        result = FileResult(name, errors=[f"internal error: {type(exc).__name__}: {exc}"])
+        result = FileResult(name, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     if not fix:
         return _report([result], options, diff, fix, fmt, quiet)
     sys.stdout.buffer.write(encode(source, result.fixed) if result.changed else data)
     sys.stdout.flush()
     if not quiet:
         _print_diagnostics([result], "remaining", options.unsafe, fmt, sys.stderr)
-    for error in result.errors:
-        _err(f"{display_path(name)}: error: {error}")
-    return EXIT_ERROR if result.errors else (EXIT_FINDINGS if result.remaining else EXIT_CLEAN)
+    _print_problems([result], quiet)
+    return _exit_code([result], len(result.remaining))
 
 
 def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: str, stream) -> int:
@@ -161,12 +162,8 @@ def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: 
         ((r.path, d) for r in results for d in getattr(r, attr)),
         key=lambda item: (display_path(item[0]), item[1].sort_key),
     )
-    if fmt == "json":
-        print(as_json(items), file=stream)
-    else:
-        lines = github_lines(items) if fmt == "github" else text_lines(items, unsafe)
-        for line in lines:
-            print(line, file=stream)
+    errors = [(r.path, e) for r in results for e in r.errors]
+    stream.write(render(fmt, items, unsafe, errors))
     return len(items)
 
 
@@ -182,12 +179,28 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
     else:
         found = _print_diagnostics(results, "remaining" if fix else "diagnostics", options.unsafe, fmt, sys.stdout)
     sys.stdout.flush()
-    for path, error in errors:
-        _err(f"{display_path(path)}: error: {error}")
+    _print_problems(results, quiet)
     if not quiet:
         _err(_summary(results, changed, options, diff, fix, len(errors)))
-    if errors:
+    return _exit_code(results, found)
+
+
+def _print_problems(results: list[FileResult], quiet: bool) -> None:
+    """Files that could not be checked (always), then malformed suppressions (unless quiet)."""
+    for result in results:
+        for error in result.errors:
+            _err(f"{display_path(result.path)}: error: {error}")
+    if not quiet:
+        for result in results:
+            for line, col, message in result.warnings:
+                _err(f"{display_path(result.path)}:{line}:{col}: warning: {message}")
+
+
+def _exit_code(results: list[FileResult], found: int) -> int:
+    if any(r.internal for r in results):
         return EXIT_ERROR
+    if any(r.errors for r in results):
+        return EXIT_FILE_ERROR
     return EXIT_FINDINGS if found else EXIT_CLEAN
 
 
@@ -199,10 +212,8 @@ def _statistics(results: list[FileResult], fix: bool) -> int:
             counts[(d.code, d.name)] = counts.get((d.code, d.name), 0) + 1
     for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         typer.echo(f"{count:>6}  {code}  {name}")
-    errors = [(r.path, e) for r in results for e in r.errors]
-    for path, error in errors:
-        _err(f"{display_path(path)}: error: {error}")
-    return EXIT_ERROR if errors else (EXIT_FINDINGS if counts else EXIT_CLEAN)
+    _print_problems(results, quiet=False)
+    return _exit_code(results, len(counts))
 
 
 def _summary(results: list[FileResult], changed: list[FileResult], options: Options, diff: bool, fix: bool, errors: int) -> str:
@@ -228,13 +239,14 @@ def rules_command(
         typer.echo(rules_page(), nl=False)
     elif output_format == "json":
         records = [
-            {"code": r.code, "name": r.name, "fix_safety": r.fix_safety, "summary": r.summary, "documentation": r.documentation}
+            {"code": r.code, "name": r.name, "fix_safety": r.fix_safety, "summary": r.summary,
+             "url": rule_url(r.code), "documentation": r.documentation}
             for r in all_rules()
         ]
         typer.echo(json.dumps(records, indent=2))
     else:
         for rule in all_rules():
-            typer.echo(f"{rule.code}  {rule.name:<40} {rule.fix_safety:<7} {rule.summary}")
+            typer.echo(f"{rule.code}  {rule.name:<40} {rule.fix_safety:<7} {rule.summary}" + ("" if rule.default else " (opt-in)"))
 
 
 def rules_page() -> str:
@@ -256,7 +268,7 @@ def explain(code: str = typer.Argument(..., help="Rule code (GF101) or name.")) 
         rule = by_code(code)
     except KeyError:
         _err(f"graphfix: error: unknown rule {code!r} (see `graphfix rules`)")
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_ERROR)
     typer.echo(explanation(rule))
 
 
@@ -270,22 +282,30 @@ def server_command(
     raise typer.Exit(serve())
 
 
+def _describe_other_commands() -> None:
+    """`graphfix --help` is the default command's help, ending with the other commands."""
+    others = [c for c in app.registered_commands if c.name != "check"]
+    listed = " ".join(f"graphfix {c.name}: {(c.callback.__doc__ or '').strip().splitlines()[0]}" for c in others)
+    for command in app.registered_commands:
+        if command.name == "check":
+            command.epilog = f"Other commands (each has --help): {listed}"
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("--version", "-V"):
         typer.echo(f"graphfix {__version__}")
         return
-    if not args or (args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help")):
-        args.insert(0, "check")
+    if args and args[0] in ("-h", "--help"):
+        _describe_other_commands()
+    if not args or args[0] not in {command.name for command in app.registered_commands}:
+        args.insert(0, "check")  # the default command: `graphfix --help` shows its options
     try:
         app(args=args, prog_name="graphfix", standalone_mode=True)
-    except Exception as exc:  # a bug of ours: one line and exit 123, never 1 (which means findings)
+    except Exception as exc:  # a bug of ours: one line and exit 2, never 1 (which means findings)
         if "-v" in args or "--verbose" in args:
             traceback.print_exc()
         _err(f"graphfix: internal error: {type(exc).__name__}: {exc} (--verbose shows the traceback)")
         raise SystemExit(EXIT_ERROR)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_ERROR)
-        if code == 2 and args[0] == "check":  # usage error
-            raise SystemExit(EXIT_ERROR)
-        raise SystemExit(code)
+    except SystemExit as exc:  # click's usage errors exit 2 already
+        raise SystemExit(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_ERROR))

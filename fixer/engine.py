@@ -16,7 +16,7 @@ from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.rule import Diagnostic, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
-from fixer.suppress import find_suppressions, is_suppressed
+from fixer.suppress import find_suppressions, suppressions_of
 
 MAX_PASSES = 6
 
@@ -39,6 +39,8 @@ class FileResult:
     original: Optional[str] = None  # set when fixed differs
     fixed: Optional[str] = None
     errors: list[str] = field(default_factory=list)
+    internal: bool = False  # one of the errors is a bug of ours (a rule crash, a refused fix): exit 2, not 123
+    warnings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, column, message): bad suppressions
     parsed: bool = False
     written: bool = False  # --fix: this run replaced the file on disk
 
@@ -58,7 +60,7 @@ def run_rules(path: str, text: str, rules: Sequence[type[Rule]], newline: str, v
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
     ctx = FileContext(path, text, tree, newline)
-    suppressions = find_suppressions(text)
+    suppressions = suppressions_of(ctx)
     found: list[Diagnostic] = []
     crashes: list[str] = []
     for rule in rules:
@@ -68,7 +70,7 @@ def run_rules(path: str, text: str, rules: Sequence[type[Rule]], newline: str, v
             except RecursionError:  # deeply nested code CPython accepts: analyse it on a deep stack
                 diagnostics = call_with_deep_stack(_check, rule, ctx)
             found.extend(
-                d for d in diagnostics if not is_suppressed(suppressions, d.code, d.line, d.end_line)
+                d for d in diagnostics if not suppressions.suppresses(d.code, d.line, d.end_line)
             )
         except Exception as exc:  # a rule bug must never stop the run
             detail = traceback.format_exc() if verbose else f"{type(exc).__name__}: {exc}"
@@ -168,13 +170,16 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
         return result
     result.parsed = True
     result.diagnostics = result.remaining = diagnostics
+    result.warnings = find_suppressions(padded).warnings
     result.errors.extend(crashes)
+    result.internal = bool(crashes)
     if crashes or not options.fix or not any(d.fix for d in diagnostics):
         return result
     fixed, remaining, errors = fix_text(path, padded, diagnostics, options, source.newline, rules)
     if padded is not text and fixed.endswith(source.newline):
         fixed = fixed[: -len(source.newline)]
     result.errors.extend(errors)
+    result.internal = bool(errors)  # a fix that breaks the code or does not converge is our bug
     result.remaining = remaining
     if fixed != text:
         result.original, result.fixed = text, fixed

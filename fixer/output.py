@@ -1,14 +1,17 @@
-"""Reporters: diagnostics as text (``path:line:col: GFxxx [*] message``), JSON or GitHub annotations."""
+"""Reporters: diagnostics as text (``path:line:col: GFxxx [*] message``), GitHub annotations, JSON,
+JSON lines, SARIF, JUnit XML or a GitLab Code Quality report. Format names follow ruff's
+``--output-format``."""
 
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
+from fixer import ci_formats
 from fixer.diff import display_path
-from fixer.rule import Diagnostic
+from fixer.rule import Diagnostic, rule_url
 
-FORMATS = ("text", "json", "github")
+from fixer.ci_formats import Error, Item
 
 
 def fix_marker(diagnostic: Diagnostic, unsafe: bool) -> str:
@@ -20,7 +23,7 @@ def fix_marker(diagnostic: Diagnostic, unsafe: bool) -> str:
     return "[-] "  # fixable with --unsafe-fixes
 
 
-def text_lines(items: Iterable[tuple[str, Diagnostic]], unsafe: bool) -> list[str]:
+def text_lines(items: Iterable[Item], unsafe: bool) -> list[str]:
     return [
         f"{display_path(path)}:{d.line}:{d.col + 1}: {d.code} {fix_marker(d, unsafe)}{d.message}"
         for path, d in items
@@ -37,7 +40,7 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_lines(items: Iterable[tuple[str, Diagnostic]]) -> list[str]:
+def github_lines(items: Iterable[Item]) -> list[str]:
     lines = []
     for path, d in items:
         name = display_path(path)
@@ -52,32 +55,56 @@ def github_lines(items: Iterable[tuple[str, Diagnostic]]) -> list[str]:
     return lines
 
 
-def as_json(items: Iterable[tuple[str, Diagnostic]]) -> str:
-    records = []
-    for path, d in items:
-        fix = None
-        if d.fix is not None:
-            fix = {
-                "applicability": d.fix.applicability.value,
-                "message": d.fix.title or None,
-                "edits": [
-                    {
-                        "content": e.text,
-                        "location": {"row": e.location[0], "column": e.location[1]},
-                        "end_location": {"row": e.end_location[0], "column": e.end_location[1]},
-                    }
-                    for e in d.fix.edits
-                ],
-            }
-        records.append(
-            {
-                "code": d.code,
-                "name": d.name,
-                "message": d.message,
-                "filename": display_path(path),
-                "location": {"row": d.line, "column": d.col + 1},
-                "end_location": {"row": d.end_line, "column": d.end_col + 1},
-                "fix": fix,
-            }
-        )
-    return json.dumps(records, indent=2)
+def record(path: str, d: Diagnostic) -> dict:
+    """One diagnostic as JSON: ruff's field names, plus the rule's name and documentation URL."""
+    fix = None
+    if d.fix is not None:
+        fix = {
+            "applicability": d.fix.applicability.value,
+            "message": d.fix.title or None,
+            "edits": [
+                {
+                    "content": e.text,
+                    "location": {"row": e.location[0], "column": e.location[1]},
+                    "end_location": {"row": e.end_location[0], "column": e.end_location[1]},
+                }
+                for e in d.fix.edits
+            ],
+        }
+    return {
+        "code": d.code,
+        "name": d.name,
+        "message": d.message,
+        "url": rule_url(d.code),
+        "filename": display_path(path),
+        "location": {"row": d.line, "column": d.col + 1},
+        "end_location": {"row": d.end_line, "column": d.end_col + 1},
+        "fix": fix,
+    }
+
+
+def as_json(items: Iterable[Item]) -> str:
+    return json.dumps([record(path, d) for path, d in items], indent=2)
+
+
+def as_json_lines(items: Iterable[Item]) -> str:
+    return "".join(json.dumps(record(path, d)) + "\n" for path, d in items)
+
+
+def render(fmt: str, items: Sequence[Item], unsafe: bool, errors: Sequence[Error] = ()) -> str:
+    """The whole report in ``fmt``, ending with a line break unless empty. ``errors`` name the
+    files that could not be checked; formats with a place for them (SARIF, JUnit) carry them too,
+    the others leave them to stderr."""
+    writers: dict[str, Callable[[], str]] = {
+        "text": lambda: "".join(line + "\n" for line in text_lines(items, unsafe)),
+        "github": lambda: "".join(line + "\n" for line in github_lines(items)),
+        "json": lambda: as_json(items) + "\n",
+        "json-lines": lambda: as_json_lines(items),
+        "sarif": lambda: ci_formats.sarif(items, errors) + "\n",
+        "junit": lambda: ci_formats.junit(items, errors),
+        "gitlab": lambda: ci_formats.gitlab(items) + "\n",
+    }
+    return writers[fmt]()
+
+
+FORMATS = ("text", "json", "json-lines", "github", "gitlab", "junit", "sarif")

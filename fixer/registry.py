@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 import codemods
-from fixer.rule import Rule, iter_rule_classes
+from fixer.rule import Rule, iter_rule_classes, rule_url
 
 
 class RegistryError(Exception):
@@ -45,20 +45,16 @@ def explanation(rule: type[Rule]) -> str:
     return f"# {rule.name} ({rule.code})\n\n{rule.documentation}"
 
 
-RULES_PAGE = Path(codemods.__file__).resolve().parent.parent / "docs" / "rules.md"
-
-
-def documentation_url(rule: type[Rule]) -> Optional[str]:
-    """The rule's section of docs/rules.md (its anchor is the lower-case code) as a file URI. The
-    project has no hosted documentation, so there is a URL only where the page is on disk (a
-    source checkout or editable install); `graphfix explain` works everywhere."""
-    return f"{RULES_PAGE.as_uri()}#{rule.code.lower()}" if RULES_PAGE.is_file() else None
+def documentation_url(rule: type[Rule]) -> str:
+    """The rule's section of the rules page: the one URL scheme of every output (``rule_url``)."""
+    return rule_url(rule.code)
 
 
 def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[Rule]]:
-    """ruff-style selection: codes or prefixes (``GF1``), or rule names; empty select means all."""
+    """ruff-style selection: codes or prefixes (``GF1``), or rule names; empty select means every
+    default rule (an opt-in rule, ``default = False``, runs only when a selector names it)."""
     rules = all_rules()
-    chosen = [r for r in rules if not select or _matches(r, select)]
+    chosen = [r for r in rules if (r.default if not select else _matches(r, select))]
     return [r for r in chosen if not _matches(r, ignore)]
 
 

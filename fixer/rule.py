@@ -57,7 +57,13 @@ class Diagnostic:
 # A call that backpropagates: x.backward(...), torch.autograd.grad/backward, an imported `grad`,
 # Lightning's manual_backward. `def backward(ctx, ...)` of an autograd.Function does not match.
 BACKWARD_CALL = re.compile(rb"\.backward\s*\(|autograd\.(?:grad|backward)\b|import[^\n#]*\bgrad\b|manual_backward")
-CODE_RE = re.compile(r"^GF[1-9]\d\d$")
+CODE_RE = re.compile(r"^GF\d{3}$")  # the hundreds digit is the family; 0xx: about graphfix's own comments
+# Every rule's documentation: the generated rules page, one anchor per code (docs/rules.md#gf301).
+DOCS_URL = "https://github.com/graphfix/graphfix/blob/main/docs/rules.md"
+
+
+def rule_url(code: str) -> str:
+    return f"{DOCS_URL}#{code.lower()}"
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 DOC_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
@@ -73,6 +79,7 @@ class Rule:
     fix_safety: ClassVar[str] = "none"  # "safe", "unsafe", "mixed" (per finding) or "none"
     prefilter: ClassVar[re.Pattern[bytes]] = BACKWARD_CALL
     documentation: ClassVar[str] = ""
+    default: ClassVar[bool] = True  # False: opt-in, runs only when selected (by code, prefix, name or ALL)
 
     @classmethod
     def applies_to(cls, data: bytes) -> bool:
@@ -95,10 +102,20 @@ class Rule:
         title: str = "",
     ) -> Diagnostic:
         """A diagnostic at ``node``; ``edits`` (if any) form its fix."""
-        line, col, end_line, end_col = ctx.position(node)
+        return self._diagnostic(ctx, ctx.position(node), message, edits, applicability, title)
+
+    def diagnostic_at(
+        self, ctx: "FileContext", start: int, end: int, message: str, edits: Sequence[Edit] = (),
+        applicability: Applicability = Applicability.SAFE, title: str = "",
+    ) -> Diagnostic:
+        """A diagnostic at source offsets ``start``..``end`` (for what has no AST node: comments)."""
+        (line, col), (end_line, end_col) = ctx.row_col(start), ctx.row_col(end)
+        return self._diagnostic(ctx, (line, col - 1, end_line, end_col - 1), message, edits, applicability, title)
+
+    def _diagnostic(self, ctx, position, message, edits, applicability, title) -> Diagnostic:
         located = [Edit(e.start, e.end, e.text, ctx.row_col(e.start), ctx.row_col(e.end)) for e in edits]
         fix = Fix(tuple(sorted(located)), applicability, title) if edits else None
-        return Diagnostic(self.code, self.name, one_line(message), line, col, end_line, end_col, fix)
+        return Diagnostic(self.code, self.name, one_line(message), *position, fix)
 
 
 _LINE_BREAK_IN_CODE = re.compile(r"[ \t]*\\?[ \t]*(?:\r\n|\r|\n)\s*")

@@ -22,7 +22,7 @@ def _work(path: str) -> FileResult:
     try:
         return process_file(path, _options)
     except Exception as exc:  # never lose the whole run to one file
-        return FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"])
+        return FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
 
 
 def _size(path: str) -> int:

@@ -135,12 +135,12 @@ def test_select_ignore_and_pyproject(project):
     assert graphfix("--select", "GF3", "train.py", cwd=project).returncode == 1
     assert graphfix("--select", "loss-accumulated-with-graph", "train.py", cwd=project).returncode == 1
     bad = graphfix("--select", "GF999", "train.py", cwd=project)
-    assert bad.returncode == 123 and b"GF999" in bad.stderr
+    assert bad.returncode == 2 and b"GF999" in bad.stderr  # a usage error, as ruff
     (project / "pyproject.toml").write_text('[tool.graphfix]\nignore = ["GF301"]\n')
     assert graphfix("train.py", cwd=project).returncode == 0
     (project / "pyproject.toml").write_text("[tool.graphfix]\nno-such-option = 1\n")
     out = graphfix("train.py", cwd=project)
-    assert out.returncode == 123 and b"no-such-option" in out.stderr
+    assert out.returncode == 2 and b"no-such-option" in out.stderr  # a configuration error, as ruff
 
 
 def test_json_output(project):

@@ -149,7 +149,7 @@ def test_a_file_over_the_size_limit_is_named_and_the_rest_fixed(tmp_path):
 @pytest.mark.parametrize("bad", ["0", "lots", "-3MB"])
 def test_a_bad_size_limit_is_a_usage_error(tmp_path, bad):
     out = graphfix("--max-file-size", bad, ".", cwd=tmp_path)
-    assert out.returncode == 123 and b"max-file-size" in out.stderr and b"Traceback" not in out.stderr
+    assert out.returncode == 2 and b"max-file-size" in out.stderr and b"Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
@@ -175,13 +175,13 @@ def test_bad_config_gets_one_line_not_a_traceback(tmp_path, config):
     (tmp_path / "pyproject.toml").write_text(config)
     (tmp_path / "t.py").write_text(GOOD)
     out = graphfix("--config", "pyproject.toml", "t.py", cwd=tmp_path)
-    assert out.returncode == 123
+    assert out.returncode == 2
     assert out.stderr.decode().startswith("graphfix: error:") and b"Traceback" not in out.stderr
 
 
 def test_negative_jobs_on_the_command_line_is_an_error(tmp_path):
     out = graphfix("-j", "-1", ".", cwd=tmp_path)
-    assert out.returncode == 123 and b"--jobs" in out.stderr
+    assert out.returncode == 2 and b"--jobs" in out.stderr
 
 
 def test_workers_never_outnumber_files(tmp_path, monkeypatch):
@@ -340,8 +340,9 @@ def test_engine_gives_the_same_fixes_on_every_supported_python(python):
     assert there.stdout == here.stdout
 
 
-def test_an_internal_error_exits_123_in_one_line(tmp_path, monkeypatch, capsys):
-    """A bug of ours must not exit 1 (which CI reads as "findings") with a traceback."""
+def test_an_internal_error_exits_2_in_one_line(tmp_path, monkeypatch, capsys):
+    """A bug of ours must not exit 1 (which CI reads as "findings") with a traceback, nor 123
+    (a file graphfix could not read): 2, as ruff."""
     from fixer import cli
 
     def broken(*args, **kwargs):
@@ -351,7 +352,7 @@ def test_an_internal_error_exits_123_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["."])
-    assert exit_info.value.code == 123
+    assert exit_info.value.code == 2
     assert capsys.readouterr().err == "graphfix: internal error: KeyError: 'boom' (--verbose shows the traceback)\n"
 
 
