@@ -281,8 +281,9 @@ def parse_findings(run, tree):
         "message": d["message"],
         "fixable": d.get("fix") is not None,
         "applicability": (d.get("fix") or {}).get("applicability"),
+        **({"cell": d["cell"]} if d.get("cell") is not None else {}),  # notebooks: rows count in the cell
     } for d in raw]
-    findings.sort(key=lambda d: (d["path"], d["row"], d["column"], d["code"]))
+    findings.sort(key=lambda d: (d["path"], d.get("cell", 0), d["row"], d["column"], d["code"]))
     return findings
 
 
@@ -413,7 +414,8 @@ def print_report(results, total):
     per_rule = ", ".join(f"{code} {n}" for code, n in sorted(by_rule.items()))
     print(f"\nFindings ({len(findings)}):" + (f" {per_rule}" if per_rule else ""))
     for f in findings:
-        print(f"{f['path']}:{f['row']}:{f['column']}: {f['code']} {f['message']}")
+        cell = f"cell {f['cell']}:" if "cell" in f else ""
+        print(f"{f['path']}:{cell}{f['row']}:{f['column']}: {f['code']} {f['message']}")
     print(f"\nErrors ({len(errors)}):")
     for e in errors:
         print(e)
@@ -448,7 +450,8 @@ def findings_record(results, unsafe):
         findings = [{"path": f["path"][len(prefix):] if f["path"].startswith(prefix) else f["path"],
                      "line": f["row"], "column": f["column"], "code": f["code"],
                      "message": f["message"], "fix": f["fixable"],
-                     "applicability": f["applicability"]} for f in gf["findings"]]
+                     "applicability": f["applicability"], **({"cell": f["cell"]} if "cell" in f else {})}
+                    for f in gf["findings"]]
         errors = [e[len(prefix):] if e.startswith(prefix) else e for e in gf["errors"]]
         tree = {"tree": r["tree"]}
         tree.update({k: r[k] for k in ("commit", "domain") if k in r})

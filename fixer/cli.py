@@ -119,7 +119,10 @@ def check(
             raise typer.Exit(EXIT_ERROR)
         code = _run_stdin(stdin_filename or "-", options, diff, fix, fmt, quiet)
     else:
-        found = discover(paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore)
+        found = discover(
+            paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore,
+            settings.include + settings.extend_include,
+        )
         for problem in found.problems:
             if not problem.is_error:
                 _err(f"{display_path(problem.path)}: warning: {problem.message}")
@@ -172,7 +175,11 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
     changed = [r for r in results if (r.written if fix else r.changed)]  # --fix counts only files written
     if diff:
         for result in sorted(changed, key=lambda r: display_path(r.path)):
-            sys.stdout.write(unified_diff(result.path, result.original, result.fixed))
+            if result.cells:  # a notebook: one diff per changed cell
+                for cell, before, after in result.cells:
+                    sys.stdout.write(unified_diff(result.path, before, after, cell))
+            else:
+                sys.stdout.write(unified_diff(result.path, result.original, result.fixed))
         # findings whose fix is unsafe (or absent) show no diff but are still findings: a CI gate
         # on `graphfix --diff` must not pass over them
         found = len(changed) + sum(len(r.remaining) for r in results)

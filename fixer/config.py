@@ -16,6 +16,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+DEFAULT_INCLUDE = ("*.py", "*.ipynb")
+
+
 class ConfigError(Exception):
     pass
 
@@ -26,6 +29,8 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     exclude: list[str] = field(default_factory=list)
+    include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))  # files a folder walk takes
+    extend_include: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
     jobs: int = 0  # 0: all cores
     output_format: str = "text"
@@ -45,7 +50,7 @@ def parse_size(text: str) -> int:
     return size
 
 
-_LISTS = {"select", "ignore", "exclude"}
+_LISTS = {"select", "ignore", "exclude", "include", "extend_include"}
 
 
 def find_pyproject(start: Path) -> Optional[Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 import os
+from typing import Optional
 
 from fixer.source import split_lines
 
@@ -34,11 +35,18 @@ def git_quote(name: str) -> str:
     return f'"{quoted}"'
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
+def unified_diff(path: str, before: str, after: str, cell: Optional[int] = None) -> str:
+    """A git-style diff; for a notebook ``cell``, ruff's ``--- path:cell N`` headers, without
+    the ``diff --git`` line: git cannot apply a cell's diff to the JSON file."""
     name = display_path(path).lstrip("/")
+    if cell is not None and not before.endswith(("\n", "\r")) and not after.endswith(("\n", "\r")):
+        before, after = before + "\n", after + "\n"  # a cell's last line has no line break, by convention
     old = split_lines(before)
     new = split_lines(after)
-    a_name, b_name = git_quote(f"a/{name}"), git_quote(f"b/{name}")
+    if cell is not None:
+        a_name = b_name = f"{display_path(path)}:cell {cell}"
+    else:
+        a_name, b_name = git_quote(f"a/{name}"), git_quote(f"b/{name}")
     out: list[str] = []
     for group in _AnchoredMatcher(old, new).get_grouped_opcodes(3):
         first, last = group[0], group[-1]
@@ -46,7 +54,9 @@ def unified_diff(path: str, before: str, after: str) -> str:
         for tag, i1, i2, j1, j2 in group:
             out.extend(_marked(" ", old[i1:i2]) if tag == "equal" else _marked("-", old[i1:i2]) + _marked("+", new[j1:j2]))
     if out:
-        out[:0] = [f"diff --git {a_name} {b_name}\n", f"--- {a_name}\n", f"+++ {b_name}\n"]
+        out[:0] = [f"--- {a_name}\n", f"+++ {b_name}\n"]
+        if cell is None:
+            out.insert(0, f"diff --git {a_name} {b_name}\n")
     return "".join(out)
 
 

@@ -4,7 +4,7 @@
   block: ignore rules are read from the ignore files themselves (fixer.ignore), and only regular
   files are returned.
 - A file named explicitly is always checked (if it is a regular file). A folder is walked for
-  `*.py`, minus hidden folders, SKIP_DIRS, any folder holding `pyvenv.cfg`, what git would ignore,
+  the files `include` names (gitignore syntax; default `*.py` and `*.ipynb`), minus hidden folders, SKIP_DIRS, any folder holding `pyvenv.cfg`, what git would ignore,
   and the `exclude` patterns (gitignore syntax, matched against the path relative to the folder
   given; a bare name matches at any depth). The given folder itself is always walked.
 - Symlinked folders are not followed; a symlinked file whose target lies outside the given folder
@@ -23,6 +23,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 from pathspec import GitIgnoreSpec
 
+from fixer.config import DEFAULT_INCLUDE
 from fixer.ignore import NO_RULES, Rules, compile_patterns, is_ignored, rules_above, rules_inside
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", "__pypackages__"})
@@ -42,8 +43,9 @@ class Discovery(NamedTuple):
 class _Walk:
     """One given folder: what is skipped in it, and the problems met."""
 
-    def __init__(self, root: str, exclude: Optional[GitIgnoreSpec], respect_gitignore: bool) -> None:
+    def __init__(self, root: str, exclude: Optional[GitIgnoreSpec], respect_gitignore: bool, include: "_Include") -> None:
         self.root = root
+        self.include = include
         self.real_root = os.path.realpath(root)
         self.exclude = exclude
         self.respect_gitignore = respect_gitignore
@@ -66,7 +68,7 @@ class _Walk:
                 if entry.is_dir(follow_symlinks=False):
                     if not self._skip_folder(name, child, rules):
                         folders.append((path, child, rules))
-                elif name.endswith(".py") and not self._skip_file(child, rules):
+                elif self.include.match(name, child) and not self._skip_file(child, rules):
                     real = self._real_file(path, child, entry)
                     if real is not None:
                         yield path, real, entry.is_symlink()
@@ -111,9 +113,27 @@ class _Walk:
         return real
 
 
-def discover(paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignore: bool = True) -> Discovery:
-    """Python files under ``paths``, each once, in a stable order, and the problems met on the way."""
+class _Include:
+    """Which files a walk takes: ``*.ext`` patterns by suffix (fast), any other by gitignore syntax."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        simple = all(p.startswith("*.") and not any(c in p[2:] for c in "*?[]/\\!") for p in patterns)
+        self.suffixes = tuple(p[1:] for p in patterns) if simple else None
+        self.spec = None if simple else compile_patterns(patterns)
+
+    def match(self, name: str, rel: str) -> bool:
+        if self.suffixes is not None:
+            return name.endswith(self.suffixes)
+        return self.spec.match_file(rel)
+
+
+def discover(
+    paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignore: bool = True, include: Sequence[str] = DEFAULT_INCLUDE
+) -> Discovery:
+    """The files under ``paths`` that ``include`` names, each once, in a stable order, and the
+    problems met on the way."""
     exclude_spec = compile_patterns(exclude) if exclude else None
+    include_files = _Include(include)
     found: dict[str, str] = {}  # real path -> the path we report
     problems: list[Problem] = []
 
@@ -129,7 +149,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignor
             problems.append(Problem(raw, _reason(exc), True))
             continue
         if stat.S_ISDIR(mode):
-            walk = _Walk(path, exclude_spec, respect_gitignore)
+            walk = _Walk(path, exclude_spec, respect_gitignore, include_files)
             for file, real, is_link in walk.files():
                 add(file, real, is_link)
             problems.extend(walk.problems)

@@ -9,11 +9,12 @@ import ast
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
+from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import Diagnostic, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
 from fixer.suppress import find_suppressions, suppressions_of
@@ -43,6 +44,7 @@ class FileResult:
     warnings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, column, message): bad suppressions
     parsed: bool = False
     written: bool = False  # --fix: this run replaced the file on disk
+    cells: list[tuple[int, str, str]] = field(default_factory=list)  # notebooks: (cell, before, after) changed
 
     @property
     def changed(self) -> bool:
@@ -142,7 +144,20 @@ def _megabytes(size: int) -> str:
     return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size / 1024:.1f} KB"
 
 
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(".ipynb")
+
+
 def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:
+    """Analyse (and fix) one file's bytes: Python source, or a notebook's JSON by its name."""
+    if is_notebook(path):
+        return _process_notebook(path, data, options, source)
+    return _process_python(path, data, options, source)
+
+
+def _process_python(
+    path: str, data: bytes, options: Options, source: Optional[Source] = None, where: Callable[[int], str] = "line {}".format
+) -> FileResult:
     result = FileResult(path)
     rules = active_rules(data, options.rules)
     refused = refusal(data, rules, options)
@@ -162,7 +177,7 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     try:
         diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose)
     except SyntaxError as exc:
-        result.errors.append(f"cannot parse: {exc.msg} (line {exc.lineno})")
+        result.errors.append(f"cannot parse: {exc.msg} ({where(exc.lineno or 1)})")
         return result
     except (ValueError, RecursionError, MemoryError) as exc:
         why = str(exc) or "expression nested too deeply for Python's parser"  # MemoryError has no text
@@ -186,12 +201,43 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     return result
 
 
+def _process_notebook(path: str, data: bytes, options: Options, source: Optional[Source]) -> FileResult:
+    """The code cells as one program (fixer.notebook): findings located by cell, fixes written
+    back into the cells' sources only."""
+    try:
+        source = source or decode(data)
+        notebook = parse_notebook(source.text)
+    except SourceError as exc:
+        return FileResult(path, errors=[str(exc)])
+    if not notebook.is_python:
+        return FileResult(path)  # another kernel's language: nothing to analyse
+    program = build_program(notebook)
+    code = Source(program.text, "utf-8", program.newline)
+    inner = _process_python(path, program.text.encode("utf-8"), options, code, program.where)
+    result = FileResult(path, errors=inner.errors, parsed=inner.parsed)
+    result.diagnostics = [program.diagnostic(d) for d in inner.diagnostics]
+    result.remaining = [program.diagnostic(d) for d in inner.remaining]
+    if inner.fixed is not None:
+        try:
+            fixed: Program = program.reread(inner.fixed)
+            text, result.cells = rebuild(notebook, fixed)
+        except NotebookError as exc:
+            result.errors.append(str(exc))
+            result.remaining = result.diagnostics
+            return result
+        result.remaining = [fixed.diagnostic(d) for d in inner.remaining]
+        if text != source.text:
+            result.original, result.fixed = source.text, text
+    return result
+
+
 def process_file(path: str, options: Options) -> FileResult:
     try:
         data = read_bytes(path)
-        rules = active_rules(data, options.rules)
-        if not rules or refusal(data, rules, options):
-            return process_source(path, data, options)  # nothing to analyse, or why not
+        if not is_notebook(path):  # a notebook's pre-filter and size limit apply to its code
+            rules = active_rules(data, options.rules)
+            if not rules or refusal(data, rules, options):
+                return process_source(path, data, options)  # nothing to analyse, or why not
         source = decode(data)
     except SourceError as exc:
         return FileResult(path, errors=[str(exc)])

@@ -23,11 +23,14 @@ def fix_marker(diagnostic: Diagnostic, unsafe: bool) -> str:
     return "[-] "  # fixable with --unsafe-fixes
 
 
+def location(path: str, d: Diagnostic) -> str:
+    """``path:line:col``, or in a notebook ``path:cell N:line:col`` (as ruff writes it)."""
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    return f"{display_path(path)}:{cell}{d.line}:{d.col + 1}"
+
+
 def text_lines(items: Iterable[Item], unsafe: bool) -> list[str]:
-    return [
-        f"{display_path(path)}:{d.line}:{d.col + 1}: {d.code} {fix_marker(d, unsafe)}{d.message}"
-        for path, d in items
-    ]
+    return [f"{location(path, d)}: {d.code} {fix_marker(d, unsafe)}{d.message}" for path, d in items]
 
 
 def _escape_data(text: str) -> str:
@@ -51,7 +54,7 @@ def github_lines(items: Iterable[Item]) -> list[str]:
                 ("endLine", d.end_line), ("endColumn", d.end_col + 1),
             )
         )
-        lines.append(f"::error {properties}::{_escape_data(f'{name}:{d.line}:{d.col + 1}: {d.code} {d.message}')}")
+        lines.append(f"::error {properties}::{_escape_data(f'{location(path, d)}: {d.code} {d.message}')}")
     return lines
 
 
@@ -77,6 +80,7 @@ def record(path: str, d: Diagnostic) -> dict:
         "message": d.message,
         "url": rule_url(d.code),
         "filename": display_path(path),
+        "cell": d.cell,  # notebooks: rows count within this cell
         "location": {"row": d.line, "column": d.col + 1},
         "end_location": {"row": d.end_line, "column": d.end_col + 1},
         "fix": fix,

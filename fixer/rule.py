@@ -48,10 +48,11 @@ class Diagnostic:
     end_line: int
     end_col: int
     fix: Optional[Fix] = None
+    cell: Optional[int] = None  # notebooks: the 1-based cell; line and end_line count within it
 
     @property
-    def sort_key(self) -> tuple[int, int, str]:
-        return (self.line, self.col, self.code)
+    def sort_key(self) -> tuple[int, int, int, str]:
+        return (self.cell or 0, self.line, self.col, self.code)
 
 
 # A call that backpropagates: x.backward(...), torch.autograd.grad/backward, an imported `grad`,
