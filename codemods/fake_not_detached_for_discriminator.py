@@ -90,7 +90,7 @@ from fixer.analysis.gan_steps import callable_uses as _uses
 from fixer.analysis.gan_steps import carried_within
 from fixer.analysis.gan_steps import flows_to as _flows
 from fixer.analysis.gan_steps import optimizer_steps as _steps
-from fixer.analysis.gan_steps import ASSIGNMENTS, statement_flows_to
+from fixer.analysis.gan_steps import ASSIGNMENTS, discriminator_generator_pairs, statement_flows_to
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.graph_reuse import assigned_names, derived_names, flowing_names, innermost_loop, names_in, reaches, remove_keyword
 from fixer.analysis.protocol import optimizer_params
@@ -128,7 +128,7 @@ class FakeNotDetachedForDiscriminator(Rule):
             steps = _steps(ctx, scope)
             if len(steps) < 2:
                 continue
-            for first, second in _pairs(ctx, scope, calls):
+            for first, second in discriminator_generator_pairs(ctx, scope, calls):
                 for use in _discriminator_uses(ctx, scope, first, second, steps):
                     if id(use.arg) not in reported:
                         reported.add(id(use.arg))
@@ -369,21 +369,6 @@ def _may_train(ctx: FileContext, optimizer: str, module: str) -> bool:
 
 
 
-
-
-def _pairs(ctx: FileContext, scope: Scope, calls: list[BackwardCall]) -> Iterator[tuple[BackwardCall, BackwardCall]]:
-    """(discriminator backward, generator backward) candidates: the second runs after the first in
-    the same pass, in the same loop, or after the loop of discriminator steps around the first."""
-    for index, first in enumerate(calls):
-        if first.keyword("create_graph") is not None:
-            continue
-        for second in calls[index + 1 :]:
-            one, two = ctx.statement_of(first.node), ctx.statement_of(second.node)
-            loop = innermost_loop(ctx, two, scope.node)
-            if innermost_loop(ctx, one, scope.node) is loop and runs_after_in_same_pass(ctx, scope, one, two):
-                yield first, second
-            elif (loop is None or any(p is loop for p in ctx.ancestors(one))) and runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
-                yield first, second  # discriminator steps in a loop of their own (n_critic), then the generator step
 
 
 def _discriminator_uses(

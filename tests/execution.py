@@ -48,6 +48,7 @@ class Result:
     output: str  # tail of captured stdout + stderr
     where: str = ""  # the program's own traceback lines, if it raised
     retained_saved: int = 0  # tensors saved for backward still alive at the end (retain_graph leaks)
+    unpacked: int = 0  # saved tensors read back by backward passes: the backward work done
 
 
 # --- worker side -------------------------------------------------------------------------
@@ -69,7 +70,10 @@ def run_program(path: Union[str, Path]) -> Result:
     buffer = io.StringIO()
     error, where = None, ""
     saved: "weakref.WeakSet[_Saved]" = weakref.WeakSet()
-    hooks = torch.autograd.graph.saved_tensors_hooks(lambda tensor: _Saved.holding(tensor, saved), _Saved.unpack)
+    unpacked = [0]
+    hooks = torch.autograd.graph.saved_tensors_hooks(
+        lambda tensor: _Saved.holding(tensor, saved), lambda holder: holder.unpack(unpacked)
+    )
     with _as_script(path.parent), contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), hooks:
         try:
             exec(compile(path.read_bytes(), str(path), "exec"), namespace)
@@ -84,25 +88,33 @@ def run_program(path: Union[str, Path]) -> Result:
         alive = len(saved)  # measured while the program's globals still hold its graphs
     finally:
         namespace.clear()  # break cycles through the program's functions and classes
-    return Result(str(path), error, state, nodes, buffer.getvalue()[-OUTPUT_TAIL:], where, alive)
+    return Result(str(path), error, state, nodes, buffer.getvalue()[-OUTPUT_TAIL:], where, alive, unpacked[0])
 
 
 class _Saved:
     """Holds one tensor saved for backward, so a WeakSet can count the ones still alive: a graph
-    freed by backward drops its holders, one kept by ``retain_graph=True`` does not."""
+    freed by backward drops its holders, one kept by ``retain_graph=True`` does not. With saved
+    tensor hooks installed torch skips its own check that a saved tensor was not modified in place
+    (an optimizer step between forward and backward), so ``unpack`` makes it, with torch's message."""
 
-    __slots__ = ("tensor", "__weakref__")
+    __slots__ = ("tensor", "version", "__weakref__")
 
     @staticmethod
     def holding(tensor: Any, alive: "weakref.WeakSet[_Saved]") -> "_Saved":
         holder = _Saved()
-        holder.tensor = tensor
+        holder.tensor, holder.version = tensor, tensor._version
         alive.add(holder)
         return holder
 
-    @staticmethod
-    def unpack(holder: "_Saved") -> Any:
-        return holder.tensor
+    def unpack(self, count: list[int]) -> Any:
+        count[0] += 1
+        if self.tensor._version != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{self.tensor.type()} {list(self.tensor.shape)}] is at version {self.tensor._version}; "
+                f"expected version {self.version} instead"
+            )
+        return self.tensor
 
 
 def _seed(torch: types.ModuleType) -> None:

@@ -63,11 +63,13 @@ def test_before_shows_bug(runner: Runner, case: Case) -> None:
     reference = runner.run(case.oracle) if case.oracle else after
     wrong_numbers = reference.error is None and compare_states(reference.state, before.state) is not None
     leaks = before.retained_nodes > after.retained_nodes or before.retained_saved > after.retained_saved
-    assert wrong_numbers or leaks, (
+    wasted = before.unpacked > after.unpacked  # same numbers, more backward work: a walk nothing needed
+    assert wrong_numbers or leaks or wasted, (
         f"{case.id}: the fixture does not demonstrate the bug: before runs without error, its numbers equal "
-        f"{Path(reference.path).name}'s and it keeps {before.retained_nodes} autograd nodes and "
+        f"{Path(reference.path).name}'s, it keeps {before.retained_nodes} autograd nodes and "
         f"{before.retained_saved} saved tensors alive, no more than after's {after.retained_nodes} and "
-        f"{after.retained_saved}\n{describe(before)}"
+        f"{after.retained_saved}, and its backward passes read {before.unpacked} saved tensors, no more than "
+        f"after's {after.unpacked}\n{describe(before)}"
     )
 
 

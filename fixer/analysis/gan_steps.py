@@ -16,12 +16,12 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
-from fixer.analysis.graph_reuse import flows_straight, frees_graph
-from fixer.analysis.shared_graph import flowing_nodes
+from fixer.analysis.graph_reuse import flows_straight, frees_graph, innermost_loop
+from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.protocol import optimizer_params
@@ -169,6 +169,23 @@ def before_or_at(a: ast.AST, b: ast.AST) -> bool:
 def between(node: ast.AST, first: ast.AST, last: ast.AST, inclusive_end: bool = False) -> bool:
     here = position(node)
     return after(node, first) and (here <= position(last) if inclusive_end else here < position(last))
+
+
+def discriminator_generator_pairs(
+    ctx: FileContext, scope: Scope, calls: list[BackwardCall]
+) -> Iterator[tuple[BackwardCall, BackwardCall]]:
+    """(discriminator backward, generator backward) candidates: the second runs after the first in
+    the same pass, in the same loop, or after the loop of discriminator steps around the first."""
+    for index, first in enumerate(calls):
+        if first.keyword("create_graph") is not None:
+            continue
+        for second in calls[index + 1 :]:
+            one, two = ctx.statement_of(first.node), ctx.statement_of(second.node)
+            loop = innermost_loop(ctx, two, scope.node)
+            if innermost_loop(ctx, one, scope.node) is loop and runs_after_in_same_pass(ctx, scope, one, two):
+                yield first, second
+            elif (loop is None or any(p is loop for p in ctx.ancestors(one))) and runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
+                yield first, second  # discriminator steps in a loop of their own (n_critic), then the generator step
 
 
 # -- backward events, in a scope or in the helpers it calls -----------------------------------

@@ -1,0 +1,115 @@
+"""## What it does
+Finds a backward call whose loss was computed, before an optimizer step, from a module's forward
+pass that this step then changed: the critic's step between the critic loss's backward and the
+actor loss's backward (actor-critic, SAC, DDPG), the discriminator's step between the
+discriminator loss's backward and the generator loss's backward through the same `D(fake)`. The
+first backward usually passes `retain_graph=True`, added to get past "Trying to backward through
+the graph a second time".
+
+It fires only on what the file proves: the loss derives, through assignments with one reaching
+definition each, from a call of a module whose input carries a graph (a module's output, such as
+an action from the policy or a generator's sample); the step's optimizer is built from that
+module's parameters (`critic_opt = Adam(critic.parameters())`; an optimizer whose parameters are
+not visible gives no finding); the forward, the step and the backward run in this order in the
+same pass. When an earlier backward without `retain_graph` already freed part of the graph, GF105
+(`separate-backward-through-shared-graph`) reports that first.
+
+## Why is this bad?
+A module applied to an input that requires grad saves its weights for the backward pass (the
+input's gradient needs them). `step()` updates the weights in place, so the backward that walks
+the earlier forward raises `RuntimeError: one of the variables needed for gradient computation
+has been modified by an inplace operation` (torch >= 1.5). Before torch 1.5 it ran silently and
+mixed the two versions of the weights: outputs of the old weights, backward through the new ones.
+
+## Example
+```python
+q_new = critic(torch.cat([state, actor(state)], 1))
+actor_loss = -q_new.mean()
+critic_opt.zero_grad(); critic_loss.backward(retain_graph=True); critic_opt.step()
+actor_opt.zero_grad(); actor_loss.backward(); actor_opt.step()
+```
+
+## Use instead
+Recompute, after the step, what the loss needs from the changed module (the assignments from
+the module call to the loss), right before the backward:
+```python
+actor_opt.zero_grad()
+q_new = critic(torch.cat([state, actor(state)], 1))
+actor_loss = -q_new.mean()
+actor_loss.backward(); actor_opt.step()
+```
+Only the assignments on the way from the changed module's call to the loss are run again, and
+only when that is sound: plain assignments on their own lines, made of module calls, torch
+functions and tensor methods (no sampling, no helper with effects), whose other inputs still
+hold the same values at the backward. Otherwise the finding has no fix.
+
+## Fix safety
+Unsafe. The program raised; the fix makes the loss the one at the parameters after the step
+(the canonical DCGAN order, and what SAC implementations compute): its value and its gradients
+are those of the updated module, not of the weights the forward first used. A module with dropout
+draws a new mask, one with batch norm updates its running statistics once more, and a name
+recomputed here holds the new value for the code after it (a logged loss changes). An expert who
+wants every loss of one parameter snapshot instead moves each backward before the steps that
+change its graph, which also changes which gradients each step sees; the rule does not do that.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from fixer.analysis.scopes import scopes
+from fixer.analysis.stale_forward import StaleWalk, stale_walks
+from fixer.context import FileContext
+from fixer.rule import Applicability, Diagnostic, Edit, Rule
+
+
+class StepBetweenForwardAndBackward(Rule):
+    code = "GF108"
+    name = "step-between-forward-and-backward"
+    summary = "A backward walks a forward whose parameters an optimizer step changed in place since"
+    fix_safety = "unsafe"
+
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        if "step(" not in ctx.source:
+            return
+        for scope in scopes(ctx):
+            for walk in stale_walks(ctx, scope):
+                yield self._report(ctx, walk)
+
+    def _report(self, ctx: FileContext, walk: StaleWalk) -> Diagnostic:
+        loss, forward, step = ctx.text(walk.backward.target), ctx.text(walk.forward), ctx.text(walk.step.node)
+        edits, names = [], ""
+        if walk.recompute:
+            here = ctx.statement_of(walk.backward.node)
+            indent = ctx.indent_of(here.lineno)
+            copies = "".join(_copy(ctx, stmt, indent) for stmt in walk.recompute)
+            start = ctx.line_start(here.lineno)
+            edits = [Edit(start, start, copies)]
+            names = ", ".join(f"`{ctx.text(stmt.targets[0])}`" for stmt in walk.recompute)
+        advice = f"recompute {names} after the step" if names else "recompute it after the step"
+        return self.diagnostic(
+            ctx,
+            walk.backward.node,
+            f"`{loss}` backpropagates through `{_short(forward)}` (line {walk.forward.lineno}), whose parameters "
+            f"`{step}` (line {walk.step.node.lineno}) changed in place after that forward: the backward raises "
+            f"'one of the variables needed for gradient computation has been modified by an inplace operation'; "
+            f"{advice}",
+            edits,
+            Applicability.UNSAFE,
+            title=f"Recompute {names} after the step" if names else "Recompute the forward after the step",
+        )
+
+
+def _copy(ctx: FileContext, stmt, indent: str) -> str:
+    """The statement's lines, its first line re-indented to ``indent`` (a multi-line statement is
+    only copied at its own indentation)."""
+    start, end = ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno)
+    text = ctx.source[start:end]
+    text = indent + text[len(ctx.indent_of(stmt.lineno)) :]
+    code_end = ctx.offset(stmt.end_lineno, stmt.end_col_offset) - start
+    body = text[: code_end - len(ctx.indent_of(stmt.lineno)) + len(indent)]
+    return body + ctx.newline
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 50 else text[:47] + "..."

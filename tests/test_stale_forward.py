@@ -1,0 +1,73 @@
+"""GF108's proof and fix conditions (fixer/analysis/stale_forward.py) on small sources: where it
+must report without a fix, and where another rule or nothing at all must speak instead."""
+
+from __future__ import annotations
+
+import textwrap
+
+from fixer.engine import Options, process_source
+from fixer.registry import all_rules
+
+HEAD = """
+import torch
+from torch import nn
+
+actor = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+critic = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+actor_opt = torch.optim.SGD(actor.parameters(), lr=0.1)
+critic_opt = {critic_opt}
+"""
+LOOP = """
+for it in range(3):
+    state, action, target = torch.randn(16, 3), torch.randn(16, 1), torch.randn(16, 1)
+    q = critic(torch.cat([state, action], 1))
+    q_new = critic(torch.cat([state, {new_action}], 1))
+    critic_loss = ((q - target) ** 2).mean()
+    actor_loss = -q_new.mean()
+    critic_opt.zero_grad()
+    critic_loss.backward({retain})
+    critic_opt.step()
+    actor_opt.zero_grad()
+    actor_loss.backward()
+    actor_opt.step()
+"""
+
+
+def _findings(critic_opt="torch.optim.SGD(critic.parameters(), lr=0.1)", new_action="actor(state)", retain="", loop=LOOP):
+    source = textwrap.dedent(HEAD).format(critic_opt=critic_opt) + loop.format(new_action=new_action, retain=retain)
+    result = process_source("t.py", source.encode(), Options(rules=tuple(all_rules()), fix=False, unsafe=True))
+    return [(d.code, d.line, d.fix is not None) for d in result.diagnostics]
+
+
+def test_proven_walk_is_fixed():
+    assert _findings() == [("GF108", 20, True)]
+
+
+def test_a_sampling_statement_is_not_copied():
+    assert _findings(new_action="actor(state) + 0.1 * torch.randn(16, 1)") == [("GF108", 20, False)]
+
+
+def test_optimizer_over_unknown_parameters_gives_no_finding():
+    assert _findings(critic_opt="torch.optim.SGD(make_params(critic), lr=0.1)") == []
+
+
+def test_data_input_gives_no_finding():
+    assert _findings(new_action="action") == []
+
+
+def test_graph_freed_by_an_earlier_backward_is_left_to_gf105():
+    shared = LOOP.replace("q = critic(torch.cat([state, action], 1))", "q = q_new = critic(torch.cat([state, {new_action}], 1))")
+    shared = shared.replace("    q_new = critic(torch.cat([state, {new_action}], 1))\n", "")
+    assert [code for code, _, _ in _findings(loop=shared)] == ["GF105"]
+    assert [code for code, _, _ in _findings(loop=shared, retain="retain_graph=True")] == ["GF108"]
+
+
+def test_the_fix_also_rebuilds_a_stepped_forward_on_data():
+    """``q`` (the critic on data) saves its second layer's weight too: a fix recomputing only
+    ``q_new`` would still raise."""
+    both = LOOP.replace("actor_loss = -q_new.mean()", "actor_loss = -q_new.mean() + 0.0 * q.mean()")
+    source = textwrap.dedent(HEAD).format(critic_opt="torch.optim.SGD(critic.parameters(), lr=0.1)")
+    source += both.format(new_action="actor(state)", retain="retain_graph=True")
+    result = process_source("t.py", source.encode(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
+    tail = result.fixed.split("actor_opt.zero_grad()")[-1]
+    assert "q = critic(torch.cat([state, action], 1))" in tail and "q_new = critic(" in tail
