@@ -165,11 +165,11 @@ def opaque(source: str) -> Iterator[Variant]:
 
 
 # --- added statements -------------------------------------------------------------------------
-ADDED = {  # label -> statement (the index keeps every inserted name fresh)
-    "print": "print('progress', {i})",
-    "counter": "tick_{i} = 0",
-    "augmented": "step_count_{i} = 0; step_count_{i} += 1",
-    "logging": "__import__('logging').getLogger('unrelated').debug('at %d', {i})",
+ADDED = {  # label -> (import it needs, statement); the index keeps every inserted name fresh
+    "print": ("", "print('progress', {i})"),
+    "counter": ("", "tick_{i} = 0"),
+    "augmented": ("", "step_count_{i} = 0; step_count_{i} += 1"),
+    "logging": ("import logging", "logging.debug('at %d', {i})"),
 }
 
 
@@ -204,14 +204,20 @@ def added(source: str) -> Iterator[Variant]:
     lines = source.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    points = _insertion_points(ast.parse(source), lines)
+    tree = ast.parse(source)
+    points = _insertion_points(tree, lines)
     if not points:
         return
-    for label, template in ADDED.items():
+    for label, (import_line, template) in ADDED.items():
         edited = list(lines)
         for index, (line, indent) in enumerate(reversed(points)):
             edited.insert(line - 1, " " * indent + template.format(i=index) + "\n")
-        yield Variant("added", label, "".join(edited), tuple(line for line, _ in points))
+        inserted = tuple(line for line, _ in points)
+        if import_line:
+            at = _first_import_line(tree)
+            edited.insert(at - 1, import_line + "\n")
+            inserted = tuple(sorted(inserted + (at,)))
+        yield Variant("added", label, "".join(edited), inserted)
 
 
 TRANSFORMATIONS: dict[str, Callable[[str], Iterator[Variant]]] = {"rename": renamed, "opaque": opaque, "added": added}
