@@ -61,6 +61,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
@@ -217,32 +218,42 @@ def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional
 
 def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
     """An average meter (``loss_meter``, ``losses = AverageMeter()``, ``meters["loss"]`` of
-    ``meters = {"loss": AverageMeter()}``): its ``update`` sums the value."""
-    if isinstance(receiver, ast.Subscript):
-        container = _container(receiver)
-        if METERS_NAME.search(last_name(container) or ""):
-            return True
-        name = dotted(container)
-        defs = graph.assignments.get(name, []) if graph and name else []
-        return bool(defs) and all(_meter_values(v) for _, v in defs)
-    if METER_NAME.search(last_name(receiver) or ""):
-        return True
-    name = dotted(receiver)
+    ``meters = {"loss": AverageMeter()}``): its ``update`` sums the value. An instance of a class
+    of this file is one when its ``update`` keeps its argument, whatever the names say."""
+    container = _container(receiver)
+    name = dotted(container)
     defs = graph.assignments.get(name, []) if graph and name else []
-    return any(_is_meter_call(v) for _, v in defs)
+    judge = _meter_values if isinstance(receiver, ast.Subscript) else _is_meter_call
+    verdicts = [judge(graph.ctx, v) for _, v in defs] if graph else []
+    if verdicts and None not in verdicts:
+        return all(verdicts)
+    if any(verdict is False for verdict in verdicts):
+        return False
+    return bool((METERS_NAME if isinstance(receiver, ast.Subscript) else METER_NAME).search(last_name(container) or ""))
 
 
-def _is_meter_call(value: Optional[ast.expr]) -> bool:
-    return isinstance(value, ast.Call) and bool(METER_NAME.search(last_name(value.func) or ""))
+def _is_meter_call(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
+    """``Meter()``: its class's ``update`` keeps the value (a class of this file), or its name says
+    meter (another package's); None when neither tells."""
+    cls = instance_class(ctx, value)
+    kept = keeps_argument(ctx, cls, "update") if cls is not None else None
+    if kept is not None:
+        return kept
+    if isinstance(value, ast.Call) and METER_NAME.search(last_name(value.func) or ""):
+        return True
+    return None
 
 
-def _meter_values(value: Optional[ast.expr]) -> bool:
-    """``{"loss": AverageMeter(), ...}``, ``{k: AverageMeter() for k in names}`` (maybe in ``OrderedDict(...)``)."""
+def _meter_values(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
+    """``{"loss": AverageMeter(), ...}``, ``{k: AverageMeter() for k in names}`` (maybe in
+    ``OrderedDict(...)``): a dict of meters, as ``_is_meter_call`` judges its values."""
     if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
-    if isinstance(value, ast.Dict):
-        return bool(value.values) and all(_is_meter_call(v) for v in value.values)
-    return isinstance(value, ast.DictComp) and _is_meter_call(value.value)
+    values = value.values if isinstance(value, ast.Dict) else [value.value] if isinstance(value, ast.DictComp) else []
+    verdicts = [_is_meter_call(ctx, v) for v in values]
+    if False in verdicts:
+        return False
+    return True if verdicts and None not in verdicts else None
 
 
 def _container(node: ast.expr) -> ast.expr:

@@ -51,7 +51,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
-from fixer.analysis.calls import backward_calls, optimizer_calls
+from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.protocol import (
     Event,
     attached_start,
@@ -69,7 +69,11 @@ from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 # any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
-GRADIENT_RESET = re.compile(r"\.(_|main_)?grad\b(?!\s*\()|\w*(zero_?grad|grad_?zero|clear_?grad|reset_?grad|set_to_none)\w*", re.IGNORECASE)
+GRADIENT_RESET = re.compile(
+    r"\.(_|main_)?grad\b(?!\s*\()|\w*(zero_?grad|grad_?zero|clear_?grad|reset_?grad|set_to_none)\w*"
+    r"|\b(setattr|delattr)\s*\([^,]+,\s*[\"'](_|main_)?grad[\"']",  # setattr(p, "grad", None)
+    re.IGNORECASE,
+)
 # framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
 HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
 
@@ -235,10 +239,26 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
     if callee is not None:
         callee_ctx = callee.ctx or ctx
         return bool(GRADIENT_RESET.search(callee_ctx.text(callee.node)))
+    body = _bound_lambda(ctx, call.func)
+    if body is not None:  # judged by what it does, whatever its name
+        return bool(GRADIENT_RESET.search(ctx.text(body)))
     if scope.self_name and name.startswith(scope.self_name + ".") and name.count(".") == 1:
         return not _is_attribute_of_class(scope, name.split(".", 1)[1])  # inherited method: unknown
     arguments = list(call.args) + [k.value for k in call.keywords]
-    return any(dotted(arg) in objects for arg in arguments) and not name.endswith(("scaler.step", "scaler.unscale_"))
+    via_scaler = isinstance(call.func, ast.Attribute) and call.func.attr in ("step", "unscale_") and is_scaler(ctx, call.func.value)
+    return any(dotted(arg) in objects for arg in arguments) and not via_scaler
+
+
+def _bound_lambda(ctx: FileContext, func: ast.expr) -> Optional[ast.Lambda]:
+    """The lambda a name is bound to, when every binding of it in the file is that one lambda."""
+    if not isinstance(func, ast.Name):
+        return None
+    values = [
+        node.value
+        for node in statement_index(ctx).assigns
+        if any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)
+    ]
+    return values[0] if len(values) == 1 and isinstance(values[0], ast.Lambda) else None
 
 
 def _is_attribute_of_class(scope: Scope, attr: str) -> bool:

@@ -5,7 +5,9 @@ call does not pass `retain_graph=True`: multi-task heads, actor-critic losses on
 two networks chained into each other, losses returned by helper functions of the same file. Also
 `for loss in losses: loss.backward()` over a list (or `for name, loss in losses.items()` over a
 dict) whose elements share such a part (the outputs of one forward pass, heads on one trunk):
-the fix backpropagates `sum(losses)` (`sum(losses.values())`) once.
+the fix backpropagates `sum(losses)` (`sum(losses.values())`) once. Other statements in such a
+loop that touch no gradient or parameter (`print(...)`, a counter) leave the finding but get no
+fix: where they go relative to the one backward is the author's choice.
 
 ## Why is this bad?
 The first backward frees the saved tensors of every node it walks, including the shared part.
@@ -116,13 +118,18 @@ class SeparateBackwardThroughSharedGraph(Rule):
 
 
 def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.For]:
-    """``for loss in losses: loss.backward()`` (the loop's only statement) over a list whose
-    elements share a saving part of one graph: ``[crit(o, y) for o in model(x)]`` (one forward's
-    outputs), ``[crit(head(h), y) for head in heads]`` (one trunk), ``[loss_a, loss_b]``."""
-    loop = ctx.parent(ctx.statement_of(call.node))
-    if not isinstance(loop, ast.For) or len(loop.body) != 1 or loop.orelse or not _plain(call):
+    """``for loss in losses: loss.backward()`` over a list whose elements share a saving part of
+    one graph: ``[crit(o, y) for o in model(x)]`` (one forward's outputs), ``[crit(head(h), y) for
+    head in heads]`` (one trunk), ``[loss_a, loss_b]``. The loop's other statements, if any, touch
+    no gradient, parameter or name the loop reads (``print(...)``, a counter)."""
+    stmt = ctx.statement_of(call.node)
+    loop = ctx.parent(stmt)
+    if not isinstance(loop, ast.For) or loop.orelse or not _plain(call) or not any(s is stmt for s in loop.body):
         return None
     if not isinstance(call.target, ast.Name) or _loop_value(loop) != call.target.id:
+        return None
+    others = [s for s in loop.body if s is not stmt]
+    if others and not _inert(ctx, scope, others, loop):
         return None
     items = loop.iter
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args:
@@ -159,6 +166,13 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
     return loop if any(o.saves for o in shared) else None
 
 
+def _inert(ctx: FileContext, scope: Scope, stmts: list[ast.stmt], loop: ast.For) -> bool:
+    """``stmts`` touch no gradient or parameter and bind no name the loop header reads."""
+    header = {n.id for part in (loop.target, loop.iter) for n in ast.walk(part) if isinstance(n, ast.Name)}
+    bound = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return not header & bound and gradient_effect(ctx, scope, stmts) == Effect.NONE
+
+
 def _loop_value(loop: ast.For) -> Optional[str]:
     """The name bound to each loss: ``for loss in ...`` or ``for name, loss in d.items()``."""
     target = loop.target
@@ -172,7 +186,7 @@ def _merge_loop(rule: Rule, ctx: FileContext, loop: ast.For) -> Diagnostic:
     if items.endswith(".items()"):
         items = items[: -len(".items()")] + ".values()"
     edits = []
-    if ctx.is_own_line(loop):
+    if ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
         start, end = ctx.span(loop)
         edits = [Edit(start, end, f"sum({items}).backward()")]
     return rule.diagnostic(

@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
-from fixer.analysis.graph import GraphFacts, Kind, facts, module_names
+from fixer.analysis.bindings import module_names
+from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import (
     assigned_names,
     derived_names,

@@ -112,7 +112,7 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
         return OptimizerCall(node, "zero_grad", owner)
     if node.func.attr != "step":
         return None
-    if last_name(node.func.value) == "scaler" or owner.endswith("scaler") or owner in _bound_names(ctx)[1]:
+    if is_scaler(ctx, node.func.value):
         inner = dotted(node.args[0]) if node.args else None
         return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
     short = owner.rsplit(".", 1)[-1]
@@ -122,24 +122,84 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
     return None
 
 
+def is_scaler(ctx: FileContext, receiver: ast.expr) -> bool:
+    """A gradient scaler: bound in this file to a ``GradScaler(...)``, or named one."""
+    return "scaler" in (last_name(receiver) or "").lower() or (dotted(receiver) or "") in _bound_names(ctx)[1]
+
+
 def _bound_names(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
     """(optimizers, gradient scalers): names this file binds to their construction, whatever the
-    names are (``n3 = torch.optim.SGD(...)``); names alone say it only for the others."""
+    names are (``n3 = torch.optim.SGD(...)``), to another such name, to what a function of this
+    file returns (``opt = self.optimizers()`` returning ``self._optimizer``), or a parameter
+    that every call of its function in this file passes one (``train(net, opt)``); names alone
+    say it only for the others."""
     from fixer.analysis.protocol import is_optimizer_construction
 
     def compute() -> tuple[frozenset[str], frozenset[str]]:
-        optimizers, scalers = set(), set()
-        for assign in statement_index(ctx).assigns:
-            name = dotted(assign.targets[0]) if len(assign.targets) == 1 else None
-            if name is None or not isinstance(assign.value, ast.Call):
-                continue
-            if is_optimizer_construction(ctx, assign.value):
-                optimizers.add(name)
-            elif (last_name(assign.value.func) or "").endswith("GradScaler"):
+        optimizers: set[str] = set()
+        scalers: set[str] = set()
+        assigns = [(a, dotted(a.targets[0])) for a in statement_index(ctx).assigns if len(a.targets) == 1]
+        for assign, name in assigns:
+            if name and isinstance(assign.value, ast.Call) and (last_name(assign.value.func) or "").endswith("GradScaler"):
                 scalers.add(name)
+        sites = _local_call_sites(ctx)
+        callees = {id(call): callee for call, callee in sites}
+        is_optimizer = lambda value: is_optimizer_construction(ctx, value) or dotted(value) in optimizers  # noqa: E731
+        changed = True
+        while changed:
+            before = len(optimizers)
+            for assign, name in assigns:
+                if name and name not in optimizers and (is_optimizer(assign.value) or _returns_only(callees.get(id(assign.value)), is_optimizer)):
+                    optimizers.add(name)
+            optimizers |= _parameters_always_given(sites, is_optimizer)
+            changed = len(optimizers) > before
         return frozenset(optimizers), frozenset(scalers)
 
     return ctx.memo("bound_optimizers", compute)
+
+
+def _returns_only(callee: Optional[Scope], wanted) -> bool:
+    """``callee`` (a function of this file) returns a ``wanted`` value on every return."""
+    if callee is None:
+        return False
+    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+    return bool(returns) and all(v is not None and wanted(v) for v in returns)
+
+
+def _parameters_always_given(sites: list[tuple[ast.Call, Scope]], wanted) -> set[str]:
+    """Parameters of this file's functions that every call of the function in this file (one at
+    least) fills with a ``wanted`` value."""
+    given: dict[tuple[int, str], list[bool]] = {}
+    for call, callee in sites:
+        params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
+        if callee.self_name and isinstance(call.func, ast.Attribute):
+            params = params[1:]
+        spread = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        passed = {} if spread else dict(zip(params, call.args))
+        passed.update((k.arg, k.value) for k in call.keywords if k.arg and not spread)
+        for param in params:
+            given.setdefault((id(callee.node), param), []).append(param in passed and wanted(passed[param]))
+    return {param for (_, param), each in given.items() if each and all(each)}
+
+
+def _local_call_sites(ctx: FileContext) -> list[tuple[ast.Call, Scope]]:
+    """(call, function of this file it runs) for every call whose callee is known."""
+    from fixer.analysis.bindings import defined_functions
+    from fixer.analysis.project import called_function
+    from fixer.analysis.scopes import scopes
+
+    def compute() -> list[tuple[ast.Call, Scope]]:
+        names = defined_functions(ctx)
+        found = []
+        for scope in scopes(ctx):
+            for node in scope_nodes(scope):
+                if isinstance(node, ast.Call) and last_name(node.func) in names:
+                    callee = called_function(ctx, scope, node.func, imported=False)
+                    if callee is not None and not isinstance(callee.node, ast.Module):
+                        found.append((node, callee))
+        return found
+
+    return ctx.memo("local_call_sites", compute)
 
 
 def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:

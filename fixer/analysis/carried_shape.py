@@ -155,7 +155,7 @@ def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
 def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     """The ``forward`` method run by calling ``func`` when it holds an instance of a module class
     defined in this file (``model = Tagger()`` ... ``model(x)``)."""
-    from fixer.analysis.graph import module_classes
+    from fixer.analysis.bindings import module_classes
     from fixer.analysis.scopes import statement_index
 
     name = dotted(func)

@@ -13,10 +13,11 @@ import enum
 import re
 from typing import Optional
 
+from fixer.analysis.bindings import defined_functions, imported_names, module_names
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, backward_calls
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.project import called_function, imported_classes
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.project import called_function
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 
 
@@ -35,6 +36,7 @@ DETACHING_METHODS = frozenset(
 )
 DETACHING_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_leaf", "T_max"})
 PLAIN_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "repr", "format", "print", "isinstance", "range", "enumerate", "zip"})
+CONTAINER_BUILTINS = frozenset({"tuple", "list"})  # hold what their argument holds
 CREATION = re.compile(
     r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
 )
@@ -79,6 +81,7 @@ class GraphFacts:
         self._name_kinds: dict[tuple[str, int], Kind] = {}
         self._query_kinds: dict[tuple[str, int], Kind] = {}
         self._duck_typed: set[tuple[str, int]] = set()
+        self._bound: list[dict[str, ast.expr]] = []  # comprehension variables -> their iterables
         self._collect()
 
     # -- facts -----------------------------------------------------------------------------
@@ -177,7 +180,25 @@ class GraphFacts:
             return self.kind(expr.value, at, seen)
         if isinstance(expr, ast.NamedExpr):
             return self.kind(expr.value, at, seen)
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+            return self._comprehension(expr, at, seen)
         return Kind.NONE
+
+    def _comprehension(self, expr: ast.expr, at: ast.AST, seen: set) -> Kind:
+        """What the elements hold; a comprehension variable holds what its iterable's elements do."""
+        bound = {n.id: g.iter for g in expr.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        self._bound.append(bound)
+        try:
+            return self.kind(expr.elt, at, seen)
+        finally:
+            self._bound.pop()
+
+    def _comprehension_variable(self, name: str) -> Optional[tuple[int, ast.expr]]:
+        root = name.split(".")[0]
+        for depth in range(len(self._bound) - 1, -1, -1):
+            if root in self._bound[depth]:
+                return depth, self._bound[depth][root]
+        return None
 
     def _kind_of_name(self, expr: ast.expr, at: ast.AST, seen: set) -> Kind:
         if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES:
@@ -185,6 +206,14 @@ class GraphFacts:
         name = dotted(expr)
         if name is None:  # attribute of a call result etc.
             return self.kind(expr.value, at, seen) if isinstance(expr, ast.Attribute) else Kind.NONE
+        variable = self._comprehension_variable(name) if self._bound else None
+        if variable is not None:  # judged by its iterable, with the names visible there
+            depth, iterable = variable
+            outer, self._bound = self._bound, self._bound[:depth]
+            try:
+                return self.kind(iterable, at, seen)
+            finally:
+                self._bound = outer
         key = (name, id(at))
         if key in self._name_kinds:
             return self._name_kinds[key]
@@ -221,6 +250,8 @@ class GraphFacts:
         name = qualified(self.ctx, func)
         if name in PLAIN_BUILTINS:
             return Kind.NONE
+        if name in CONTAINER_BUILTINS and len(call.args) == 1 and not call.keywords:
+            return self.kind(call.args[0], at, seen)
         if under_no_grad(self.ctx, call):
             return Kind.NONE
         if name and CREATION.match(name):
@@ -273,11 +304,13 @@ class GraphFacts:
         """What a local function returns: the strongest kind among its ``return`` values."""
         key = ("returns", id(scope.node))
         if key in seen:
-            return Kind.UNKNOWN
+            return Kind.NONE  # a recursive call: the function's other returns decide
         seen.add(key)
         callee = facts(scope.ctx or self.ctx, scope)
         values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
-        return _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
+        result = _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
+        seen.discard(key)  # a second call of the function in this question is no recursion
+        return result
 
     def is_module(self, func: ast.expr) -> bool:
         """True if calling ``func`` runs an ``nn.Module`` forward pass."""
@@ -311,78 +344,6 @@ def _requires_grad_true(call: ast.Call) -> bool:
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     return any(node is inner for node in ast.walk(outer)) if outer is not inner else True
-
-
-def defined_functions(ctx: FileContext) -> set[str]:
-    """Names of the functions and methods defined in this file."""
-    return ctx.memo("defined_functions", lambda: {s.node.name for s in scopes(ctx) if not isinstance(s.node, ast.Module)})
-
-
-def imported_names(ctx: FileContext) -> set[str]:
-    """Names bound by imports (functions, classes, modules of other packages: unknown values)."""
-
-    def compute() -> set[str]:
-        found: set[str] = set()
-        for node in statement_index(ctx).imports:
-            for alias in node.names:
-                found.add(alias.asname or alias.name.split(".")[0])
-        return found
-
-    return ctx.memo("imported_names", compute)
-
-
-def module_classes(ctx: FileContext) -> set[str]:
-    """Classes that subclass ``nn.Module`` (directly or through each other): this file's, and
-    those imported from other project files (by the name that refers to them here)."""
-
-    def compute() -> set[str]:
-        ctx.memo("module_classes", set)  # while computing: an import cycle sees no classes yet
-        found = {name for name, (other, cls) in imported_classes(ctx).items() if cls.name in module_classes(other)}
-        classes = statement_index(ctx).classes
-        changed = True
-        while changed:
-            changed = False
-            for cls in classes:
-                if cls.name in found:
-                    continue
-                for base in cls.bases:
-                    base_name = qualified(ctx, base) or ""
-                    if base_name.startswith("torch.nn.") or base_name in found or base_name in ("nn.Module", "Module"):
-                        found.add(cls.name)
-                        changed = True
-                        break
-        return found
-
-    return ctx.memo("module_classes", compute)
-
-
-def module_names(ctx: FileContext) -> set[str]:
-    """Dotted names assigned an ``nn.Module`` anywhere in the file (``model = Net()``,
-    ``self.fc = nn.Linear(...)``, ``net = nn.Sequential(...).to(device)``)."""
-
-    def compute() -> set[str]:
-        classes = module_classes(ctx)
-        found: set[str] = set()
-        for node in statement_index(ctx).assigns:
-            if _is_module_construction(ctx, node.value, classes):
-                for target in node.targets:
-                    name = dotted(target)
-                    if name:
-                        found.add(name)
-        return found
-
-    return ctx.memo("module_names", compute)
-
-
-def _is_module_construction(ctx: FileContext, value: ast.expr, classes: set[str]) -> bool:
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "train", "eval", "double", "float"):
-        value = value.func.value
-    if not isinstance(value, ast.Call):
-        return False
-    name = qualified(ctx, value.func) or ""
-    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
-        return name.rsplit(".", 1)[-1] != "Parameter"
-    return name in classes
 
 
 def facts(ctx: FileContext, scope: Scope) -> GraphFacts:

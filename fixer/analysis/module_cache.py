@@ -26,7 +26,8 @@ from fixer.analysis.carried_flow import (
     position,
     surely_defines,
 )
-from fixer.analysis.graph import Kind, facts, module_classes, scope_of
+from fixer.analysis.bindings import module_classes
+from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-from fixer.analysis.graph import module_classes
+from fixer.analysis.bindings import module_classes
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import imported_classes
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index, under_no_grad

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import backward_calls, optimizer_calls
+from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
@@ -323,7 +323,7 @@ def touches_grads(ctx: FileContext, stmt: ast.stmt, objects: set[str]) -> bool:
         if "grad" in name and name not in HARMLESS_GRAD_CALLS and name != "zero_grad":
             return True
         receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
-        if receiver is not None and "scaler" in (last_name(receiver) or ""):
+        if receiver is not None and is_scaler(ctx, receiver):
             continue  # scaler.step(opt), scaler.unscale_(opt)
         if (qualified(ctx, node.func) or "").startswith("torch."):
             continue

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts, module_names
+from fixer.analysis.bindings import module_names
+from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, import_aliases, qualified
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad

@@ -45,6 +45,11 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
     kinds = []
     for caller, call in _call_sites(ctx, scope):
         argument = _argument(call, name, position) if call is not None else _STARRED
+        if argument is _STARRED and call is not None:
+            spread = _spread_kinds(ctx, caller, call)
+            if spread is not None and not any(k.arg is None for k in call.keywords) and 0 <= position < len(spread):
+                kinds.append(spread[position])
+                continue
         if argument is None:
             continue  # the default value
         kinds.append(Kind.UNKNOWN if argument is _STARRED else facts(ctx, caller).kind(argument, call))
@@ -85,6 +90,31 @@ def _argument(call: ast.Call, name: str, position: int):
     if 0 <= position < len(call.args):
         return call.args[position]
     return None  # the default value
+
+
+def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[list[Kind]]:
+    """The kinds of the positional arguments a call passes, ``*`` spreads included when the file
+    shows their elements (``f(*(a, b))``, ``f(*sample(6))`` of a function of this file whose every
+    return is a tuple of one length); None otherwise."""
+    from fixer.analysis.project import called_function
+
+    graph = facts(ctx, caller)
+    kinds: list[Kind] = []
+    for arg in call.args:
+        if not isinstance(arg, ast.Starred):
+            kinds.append(graph.kind(arg, call))
+        elif isinstance(arg.value, (ast.Tuple, ast.List)):
+            kinds.extend(graph.kind(e, call) for e in arg.value.elts)
+        elif isinstance(arg.value, ast.Call) and (callee := called_function(ctx, caller, arg.value.func, imported=False)):
+            returns = [n for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+            lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else -1 for r in returns}
+            if not returns or len(lengths) != 1 or -1 in lengths:
+                return None
+            inner = facts(ctx, callee)
+            kinds.extend(max(inner.kind(r.value.elts[i], r) for r in returns) for i in range(lengths.pop()))
+        else:
+            return None
+    return kinds
 
 
 def _call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional[ast.Call]]]:

@@ -132,8 +132,11 @@ class _Tracer:
                 return None if index is None else Origin(prefix + (id(value), index), stmt, True, value)
         elif self._independent_elements(stmt, value):
             return None
-        elif isinstance(value, ast.Call) and self.facts.kind(value, stmt) == Kind.UNKNOWN and not self._helper_graph(value):
-            return None  # a function we cannot see into (``commons.slice_segments(y, ids)``): not a proven evaluation
+        elif isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return None  # one evaluation per element, none shared by all (what they share is traced on)
+        elif isinstance(value, ast.Call) and self.facts.kind(value, stmt) != Kind.GRAPH and not self._helper_graph(value):
+            return None  # a function we cannot see into (``commons.slice_segments(y, ids)``) or whose
+            # returns carry no graph: not a proven evaluation
         return Origin(prefix + (id(value),), stmt, self.saves(value, 0), value)
 
     # -- helper functions of the same file ------------------------------------------------------
