@@ -14,7 +14,8 @@ from typing import Optional, Sequence
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
-from fixer.rule import Diagnostic, Rule
+from fixer.analysis.project import imports_matching
+from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
 from fixer.suppress import find_suppressions, is_suppressed
 
@@ -109,14 +110,17 @@ def fix_text(
     return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"]
 
 
-def active_rules(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    """The cheap byte-level pre-filter: only rules whose needle occurs in the file run."""
+def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> list[type[Rule]]:
+    """The cheap byte-level pre-filter: only rules whose needle occurs in the file run, or in a
+    module of the project the file imports (a training step called from another file)."""
     answers: dict[tuple[object, bytes], bool] = {}  # rules sharing a pre-filter search once
     chosen = []
     for rule in rules:
         key = (rule.applies_to.__func__, rule.prefilter.pattern)
         if key not in answers:
-            answers[key] = rule.applies_to(data)
+            answers[key] = rule.applies_to(data) or (
+                rule.prefilter is BACKWARD_CALL and (b"for" in data or b"while" in data) and imports_matching(path, data, BACKWARD_CALL)
+            )
         if answers[key]:
             chosen.append(rule)
     return chosen
@@ -142,7 +146,7 @@ def _megabytes(size: int) -> str:
 
 def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:
     result = FileResult(path)
-    rules = active_rules(data, options.rules)
+    rules = active_rules(data, options.rules, path)
     refused = refusal(data, rules, options)
     if refused:
         result.errors.append(refused)
@@ -184,7 +188,7 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
 def process_file(path: str, options: Options) -> FileResult:
     try:
         data = read_bytes(path)
-        rules = active_rules(data, options.rules)
+        rules = active_rules(data, options.rules, path)
         if not rules or refusal(data, rules, options):
             return process_source(path, data, options)  # nothing to analyse, or why not
         source = decode(data)
