@@ -3,7 +3,9 @@ Finds a tensor that is carried from one training iteration into the next togethe
 autograd graph: recurrent state (`out, hidden = rnn(x, hidden)`, an LSTM's `(h, c)`), a
 `self.memory` attribute of a `train_step` method, or a list/deque that caches activations
 (`cache.append(h)` read later as `cache[0]`), when the loop backpropagates every iteration and
-the carried value feeds the next iteration's loss.
+the carried value feeds the next iteration's loss. The backward may run in a step function the
+loop calls (`loss, hidden = train_step(x, hidden)`, of this file or another project file) when
+that function backpropagates on every call and its loss is built from the argument it is given.
 
 ## Why is this bad?
 The first `backward()` frees the graph behind the carried tensor. The next iteration builds on

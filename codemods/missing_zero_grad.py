@@ -30,6 +30,12 @@ for inputs, targets in loader:
 ```
 The fix inserts `optimizer.zero_grad()` at the top of the loop body, before the forward pass
 (for a closure: at the top of the closure).
+
+The backward and the step may run in a function the loop calls (`train_step(model, opt, x)`,
+`trainer.step(batch)` on an instance of a class of this file, or a function imported from another
+project file): its events count as the loop's, with its parameters read as the arguments passed.
+When that function of this file runs the whole step (backward, then step), the fix clears the
+gradients at its top instead.
 Left alone: gradient accumulation (the step or the backward under a condition, or the step
 after the loop), `optimizer.step(closure)`, loops that zero gradients in any spelling or pass the
 optimizer or model to a helper that might, and backward calls through wrappers that manage
@@ -50,8 +56,8 @@ import re
 from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function
-from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
+from fixer.analysis.call_events import resolved_callee
+from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
 from fixer.analysis.protocol import (
     Event,
     attached_start,
@@ -124,7 +130,7 @@ class MissingZeroGrad(Rule):
         return self.diagnostic(ctx, call.node, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of the closure")
 
     def _check_loop(self, ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[Diagnostic]:
-        events = block_events(ctx, scope, loop.body)
+        events = block_events(ctx, scope, loop.body, through_calls=True)
         backwards = [e for e in events if e.kind == "backward"]
         if not backwards or any(e.spelling == "owner" for e in backwards):
             return  # accelerator / fabric / lightning / deepspeed manage gradients themselves
@@ -138,21 +144,40 @@ class MissingZeroGrad(Rule):
             if not is_plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
                 continue
             reported.add(step.owner)
-            yield self._report(ctx, loop, step)
+            backward_first = any(e.kind == "backward" and e.via is step.via and not e.conditional for e in events[: events.index(step)])
+            yield self._report(ctx, scope, loop, step, backward_first)
 
-    def _report(self, ctx: FileContext, loop: ast.AST, step: Event) -> Diagnostic:
+    def _report(self, ctx: FileContext, scope: Scope, loop: ast.AST, step: Event, backward_first: bool) -> Diagnostic:
         call = f"{step.owner}.zero_grad()"
+        where = f"`{ctx.text(step.call)}`" if step.via is None else f"`{ctx.text(step.via)}` steps `{step.owner}` and"
         message = (
-            f"`{ctx.text(step.call)}` runs every iteration but `{step.owner}`'s gradients are never cleared in "
+            f"{where} runs every iteration but `{step.owner}`'s gradients are never cleared in "
             f"the loop: each step applies the sum of all gradients so far; call `{call}` before the forward pass"
         )
-        first = loop.body[0]
+        inside = _step_function_top(ctx, scope, step) if step.via is not None and backward_first else None
+        if inside is not None:  # a whole training step in a function of this file: zero at its top
+            first, call = inside
+            where = f"`{ctx.text(step.via)}`"
+        else:
+            first, where = loop.body[0], "the loop"
         edits: list[Edit] = []
-        if first.lineno > loop.lineno:
+        if first.lineno > loop.lineno or inside is not None:
             at = attached_start(ctx, first)
             edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{call}{ctx.newline}")]
-        return self.diagnostic(ctx, step.call, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of the loop")
+        return self.diagnostic(ctx, step.site, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of {where}")
 
+
+
+def _step_function_top(ctx: FileContext, scope: Scope, step: Event) -> Optional[tuple[ast.stmt, str]]:
+    """(first statement, zero_grad call in its names) of the function of this file the loop calls,
+    which runs the backward and the step itself."""
+    callee = resolved_callee(ctx, scope, step.via)
+    inner = optimizer_call(ctx, step.call) if callee is not None and (callee.ctx or ctx) is ctx else None
+    if inner is None or not any(step.call is n for n in ast.walk(callee.node)):
+        return None  # the step is in a helper of the helper: zero in the loop
+    body = callee.node.body
+    first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
+    return (first, f"{inner.owner}.zero_grad()") if first.lineno > callee.node.lineno else None
 
 
 def _closure_of(ctx: FileContext, scope: Scope, step: ast.Call) -> Optional[Scope]:
@@ -233,9 +258,9 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
     """A called function of this project that resets gradients, or an unknown one that receives the
     optimizer or one of its models."""
     name = dotted(call.func) or ""
-    if HOOK_CALL.search(name):
+    callee = resolved_callee(ctx, scope, call)
+    if callee is None and HOOK_CALL.search(name):
         return True
-    callee = called_function(ctx, scope, call.func)
     if callee is not None:
         callee_ctx = callee.ctx or ctx
         return bool(GRADIENT_RESET.search(callee_ctx.text(callee.node)))

@@ -65,6 +65,7 @@ from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.training_calls import training_calls
 from fixer.analysis.shared_graph import (
     flowing_nodes,
     graph_origins,
@@ -95,6 +96,8 @@ class SeparateBackwardThroughSharedGraph(Rule):
                 loop = _loop_over_losses(ctx, scope, call)
                 if loop is not None:
                     yield _merge_loop(self, ctx, loop)
+            steps = [c for c in training_calls(ctx, scope) if _standalone(ctx, c)]
+            calls = sorted(calls + steps, key=lambda c: (c.node.lineno, c.node.col_offset)) if steps else calls
             if len(calls) < 2:
                 continue
             merged: set[int] = set()
@@ -105,6 +108,9 @@ class SeparateBackwardThroughSharedGraph(Rule):
                 if later is None:
                     continue
                 partner, origins = later
+                if call.kind == "call" or partner.kind == "call":
+                    yield _across_calls(self, ctx, call, partner, origins)
+                    continue
                 if _gan_step(ctx, scope, call, partner):
                     continue
                 chain = _mergeable_chain(ctx, scope, call, calls[index + 1 :])
@@ -310,6 +316,18 @@ def _retain(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, part
         [keyword_edit(ctx, call.node, "retain_graph")],
         applicability,
         title="Pass retain_graph=True",
+    )
+
+
+def _across_calls(rule: Rule, ctx: FileContext, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
+    """One of the two backward passes runs inside a step function: no edit can merge them here."""
+    first, second = (f"`{ctx.text(c.node)}`" if c.kind == "call" else f"`{ctx.text(c.target)}.backward()`" for c in (call, partner))
+    return rule.diagnostic(
+        ctx,
+        call.node,
+        f"{first} and {second} backpropagate through the shared graph of {_describe(ctx, origins)}; the first "
+        f"frees it and the second raises 'backward through the graph a second time'. Backpropagate the sum of "
+        f"both losses once, or recompute the shared part before the second",
     )
 
 

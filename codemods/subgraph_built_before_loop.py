@@ -13,6 +13,11 @@ Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, 
 reported. Uses under `.detach()` do not count, and a loop of discriminator steps on a generator
 output built before it is left to GF103 (the fix there is `fake.detach()`, not a recompute).
 
+The loop's backward may run in a step function it calls (`loss = train_step(y)`, a function of
+this file or of another project file that backpropagates on every call). A graph built once in
+`__init__` (`self.gram = self.factor @ self.factor.t()`) and backpropagated through by a method
+that this file calls in a loop fails the same way on the method's second call.
+
 ## Example
 ```python
 y = t @ a
@@ -39,7 +44,9 @@ same gradients. `y.detach()` is never the fix: it stops the gradient to `t` and 
 ## Fix safety
 Recomputing a plain tensor expression is safe: without updates of its leaves the values and all
 gradients equal those of `retain_graph=True`; with updates every iteration uses the current
-leaves, which is what the loop means. Recomputing an expression with module calls is unsafe:
+leaves, which is what the loop means. Recomputing an `__init__` value at the start of the method
+is unsafe for the same reasons (it reads only `self` and imported names; otherwise there is no fix).
+Recomputing an expression with module calls is unsafe:
 dropout draws a new mask every iteration (the random stream shifts) and batch norm updates its
 running statistics every iteration. `retain_graph=True` is unsafe: gradients are unchanged, but
 every iteration's graph is kept alive until the next one replaces it.
@@ -53,8 +60,9 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
-from fixer.analysis.bindings import module_names
+from fixer.analysis.bindings import imported_names, module_names
 from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.protocol import is_docstring
 from fixer.analysis.graph_reuse import (
     assigned_names,
     derived_names,
@@ -66,9 +74,11 @@ from fixer.analysis.graph_reuse import (
     reaches,
     repeats_per_iteration,
 )
-from fixer.analysis.names import qualified
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
+from fixer.analysis.init_graphs import init_graphs
 from fixer.analysis.shared_graph import keyword_edit, saves_tensors
+from fixer.analysis.training_calls import steps_optimizer, training_calls
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -101,9 +111,21 @@ class SubgraphBuiltBeforeLoop(Rule):
             for finding in self._findings(ctx, scope):
                 if not _gan_step_in(ctx, finding.loop):
                     yield self._report(ctx, scope, finding)
+            for name, stmt, _ in init_graphs(ctx, scope, _saving_from_trainable):
+                method = scope.node.name
+                message = (
+                    f"`{name} = {ctx.text(stmt.value)}` is built once in `__init__` and backpropagated through by "
+                    f"every call of `{method}`: the first call's backward frees its graph, the second fails"
+                )
+                edits = _recompute_in_method(ctx, scope, stmt)
+                if not edits:
+                    yield self.diagnostic(ctx, stmt, f"{message}; compute it in `{method}` (keep only its inputs on `self`)")
+                    continue
+                yield self.diagnostic(ctx, stmt, f"{message}; recompute it at the start of `{method}`", edits,
+                                      Applicability.UNSAFE, title=f"Recompute `{name}` in `{method}`")
 
     def _findings(self, ctx: FileContext, scope: Scope) -> list[Finding]:
-        calls = backward_calls(ctx, scope)
+        calls = backward_calls(ctx, scope) + training_calls(ctx, scope)
         if not calls:
             return []
         graph = facts(ctx, scope)
@@ -149,12 +171,39 @@ class SubgraphBuiltBeforeLoop(Rule):
                 safety = Applicability.SAFE if recompute == "pure" else Applicability.UNSAFE
                 return self.diagnostic(ctx, stmt, f"{message}; recompute `{name}` in the loop", edits, safety,
                                        title=f"Recompute `{name}` inside the loop")
-        if not _updates_leaves(ctx, graph, scope, stmt.value, loop):
+        if not _updates_leaves(ctx, graph, scope, stmt.value, loop) and all(c.kind != "call" for c in finding.calls):
             edits = [edit for call in finding.calls if (edit := _retain_graph_edit(ctx, call))]
             if len(edits) == len(finding.calls):
                 return self.diagnostic(ctx, stmt, f"{message}; keep it with `retain_graph=True`", edits,
                                        Applicability.UNSAFE, title="Pass `retain_graph=True` to the loop's backward")
         return self.diagnostic(ctx, stmt, f"{message}; compute `{name}` inside the loop")
+
+
+def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> list[Edit]:
+    """Copy ``self.x = <value>`` from ``__init__`` to the start of the method when the value reads
+    only ``self`` and imported names (``self.L @ self.L.t()``): the method then builds its own graph
+    from the current parameters on every call."""
+    init = next(p for p in ctx.ancestors(stmt) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    self_name = init.args.args[0].arg if init.args.args else None
+    allowed = {self_name} | imported_names(ctx)
+    if self_name != scope.self_name or not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
+        return []
+    if any(isinstance(n, ast.Name) and n.id not in allowed for n in ast.walk(stmt.value)):
+        return []
+    if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt.value)):
+        return []
+    body = scope.node.body
+    first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
+    if not ctx.is_own_line(first):
+        return []
+    start = ctx.line_start(first.lineno)
+    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{ctx.text(stmt)}{ctx.newline}")]
+
+
+def _saving_from_trainable(scope: Scope, stmt: ast.Assign) -> bool:
+    ctx = scope.ctx
+    graph = facts(ctx, scope)
+    return saves_tensors(ctx, scope, stmt.value) and _requires_grad_surely(ctx, graph, stmt.value, stmt, 3)
 
 
 def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
@@ -209,12 +258,12 @@ def _requires_grad_surely(ctx: FileContext, graph: GraphFacts, expr: ast.expr, a
             module = ctx.text(node.func)
             if module in module_names(ctx) and not _frozen(ctx, module):
                 return True
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node):
             kind = graph.kind(node, at)
             if kind == Kind.LEAF:
                 return True
             if kind == Kind.GRAPH and depth > 0:
-                defs = graph.reaching(node.id, at)
+                defs = graph.reaching(dotted(node), at)
                 if any(v is not None and _requires_grad_surely(ctx, graph, v, s, depth - 1) for s, v in defs):
                     return True
     return False
@@ -273,6 +322,8 @@ def _inputs_stable(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast
 def _updates_leaves(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, loop: ast.AST) -> bool:
     """The loop steps an optimizer or updates an input of ``value`` in place."""
     if any(call.kind == "step" and inside(ctx, call.node, loop) for call in optimizer_calls(ctx, scope)):
+        return True
+    if any(inside(ctx, call.node, loop) and steps_optimizer(ctx, scope, call) for call in training_calls(ctx, scope)):
         return True
     inputs = names_in(value)
     for node in _body_nodes(ctx, loop):

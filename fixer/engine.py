@@ -14,8 +14,9 @@ from typing import Callable, Optional, Sequence
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
+from fixer.analysis.project import imports_matching
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
-from fixer.rule import Diagnostic, Rule
+from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
 from fixer.suppress import find_suppressions, suppressions_of
 
@@ -113,14 +114,17 @@ def fix_text(
     return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"]
 
 
-def active_rules(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    """The cheap byte-level pre-filter: only rules whose needle occurs in the file run."""
+def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> list[type[Rule]]:
+    """The cheap byte-level pre-filter: only rules whose needle occurs in the file run, or in a
+    module of the project the file imports (a training step called from another file)."""
     answers: dict[tuple[object, bytes], bool] = {}  # rules sharing a pre-filter search once
     chosen = []
     for rule in rules:
         key = (rule.applies_to.__func__, rule.prefilter.pattern)
         if key not in answers:
-            answers[key] = rule.applies_to(data)
+            answers[key] = rule.applies_to(data) or (
+                rule.prefilter is BACKWARD_CALL and (b"for" in data or b"while" in data) and imports_matching(path, data, BACKWARD_CALL)
+            )
         if answers[key]:
             chosen.append(rule)
     return chosen
@@ -159,7 +163,7 @@ def _process_python(
     path: str, data: bytes, options: Options, source: Optional[Source] = None, where: Callable[[int], str] = "line {}".format
 ) -> FileResult:
     result = FileResult(path)
-    rules = active_rules(data, options.rules)
+    rules = active_rules(data, options.rules, path)
     refused = refusal(data, rules, options)
     if refused:
         result.errors.append(refused)
@@ -235,7 +239,7 @@ def process_file(path: str, options: Options) -> FileResult:
     try:
         data = read_bytes(path)
         if not is_notebook(path):  # a notebook's pre-filter and size limit apply to its code
-            rules = active_rules(data, options.rules)
+            rules = active_rules(data, options.rules, path)
             if not rules or refusal(data, rules, options):
                 return process_source(path, data, options)  # nothing to analyse, or why not
         source = decode(data)

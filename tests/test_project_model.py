@@ -80,3 +80,104 @@ def test_unresolvable_import_stays_unknown(tmp_path):
 def test_import_cycle_terminates(tmp_path):
     train = _project(tmp_path, "from-module", "from train import update\n" + MODEL)
     assert _codes(train) == ["GF105"]
+
+
+# The GRU fixture with its loop body moved into a step function that takes and returns the hidden
+# state: the loop carries `hidden` into the next call, whose backward walks the freed graph.
+GRU = ROOT / "fixtures/graph_carried_across_iterations/gru_hidden_state.before.py"
+STEP = '''
+
+def train_step(x, y, hidden):
+    {cut}out, hidden = rnn(x, hidden)
+    loss = nn.functional.mse_loss(head(out), y)
+    optimizer.zero_grad()
+    {backward}
+    optimizer.step()
+    return loss, hidden
+
+'''
+LOOP = '''
+hidden = torch.zeros(1, 1, 4)
+for start in range(0, 20, 5):
+    x, y = sequence[:, start : start + 5], targets[:, start : start + 5]
+    loss, hidden = train_step(x, y, hidden)
+final_loss = loss.item()
+'''
+STEP_VARIANTS = {  # name -> (cut at the step's start, backward statement, expected finding)
+    "carried": ("", "loss.backward()", ["GF101"]),
+    "cut-inside-step": ("hidden = hidden.detach()\n    ", "loss.backward()", []),
+    "backward-only-sometimes": ("", "if y.sum() > 100:\n        loss.backward()", []),
+}
+
+
+def _step_program(variant: str) -> tuple[str, str]:
+    """(setup and step function, the loop calling it) from the fixture's text."""
+    cut, backward, _ = STEP_VARIANTS[variant]
+    text = GRU.read_text()
+    setup = text[: text.index("hidden = torch.zeros")]
+    return setup + STEP.replace("{cut}", cut).replace("{backward}", backward), LOOP
+
+
+@pytest.mark.parametrize("variant", sorted(STEP_VARIANTS))
+def test_loop_calling_a_step_function(tmp_path, variant):
+    setup, loop = _step_program(variant)
+    (tmp_path / "train.py").write_text(setup + loop)
+    assert _codes(tmp_path / "train.py") == STEP_VARIANTS[variant][2]
+
+
+@pytest.mark.parametrize("variant", sorted(STEP_VARIANTS))
+def test_loop_calling_a_step_function_of_another_module(tmp_path, variant):
+    setup, loop = _step_program(variant)
+    (tmp_path / "steps.py").write_text(setup)
+    (tmp_path / "train.py").write_text("import torch\nfrom steps import train_step, sequence, targets\n" + loop)
+    assert _codes(tmp_path / "train.py") == STEP_VARIANTS[variant][2]
+
+
+def test_step_function_fix_gives_the_expert_numbers(tmp_path):
+    pytest.importorskip("torch")
+    from tests.execution import compare_states, is_autograd_error, run_program
+
+    setup, loop = _step_program("carried")
+    program = tmp_path / "train.py"
+    program.write_text(setup + loop)
+    assert is_autograd_error(run_program(program).error)
+    result = process_file(str(program), Options(rules=tuple(all_rules()), fix=True, unsafe=True, write=True))
+    assert result.written and not result.remaining
+    fixed, expert = run_program(program), run_program(GRU.with_name("gru_hidden_state.oracle.py"))
+    assert fixed.error is None
+    shared = fixed.state.keys() & expert.state.keys()
+    assert {k for k in shared if k.startswith(("rnn.", "head."))} and "final_loss" in shared
+    assert compare_states({k: expert.state[k] for k in shared}, {k: fixed.state[k] for k in shared}) is None
+
+
+# Both losses of one forward pass are handed to a helper that backpropagates and steps: the first
+# call frees the shared trunk's graph, the second fails. No edit can merge them across the calls.
+HELPER_UPDATES = '''
+
+def apply(optimizer, loss):
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+torch.manual_seed(0)
+model = ActorCritic()
+actor_opt = torch.optim.Adam(list(model.policy.parameters()), lr=0.01)
+critic_opt = torch.optim.Adam(model.value.parameters(), lr=0.01)
+states, returns = torch.randn(32, 4), torch.randn(32)
+for epoch in range(3):
+    logits, values = model(states)
+    policy_loss = -(F.log_softmax(logits, dim=1)[:, 0] * (returns - values.detach().squeeze(1))).mean()
+    value_loss = F.mse_loss(values.squeeze(1), returns)
+    apply(actor_opt, policy_loss)
+    apply(critic_opt, value_loss)
+'''
+
+
+@pytest.mark.parametrize("model, expected", [(MODEL, ["GF105"]), (SEPARATE, [])], ids=["shared-trunk", "separate-heads"])
+def test_losses_backpropagated_by_a_helper(tmp_path, model, expected):
+    program = tmp_path / "train.py"
+    program.write_text(model + HELPER_UPDATES)
+    result = process_file(str(program), Options(rules=tuple(all_rules())))
+    assert [d.code for d in result.diagnostics] == expected
+    assert all(d.fix is None for d in result.diagnostics)  # reported, never merged across calls

@@ -29,6 +29,7 @@ from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominate
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
+from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
 
 CONTAINER_STORES = frozenset({"append", "appendleft", "insert"})
@@ -71,6 +72,11 @@ def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
                 found.setdefault(id(loops[0]), Iteration(loops[0], call, False))
         elif scope.self_name and always_runs(ctx, stmt, scope.node):
             found.setdefault(id(scope.node), Iteration(scope.node, call, True))
+    for call in training_calls(ctx, scope):  # a loop whose every pass calls a step function
+        stmt = ctx.statement_of(call.node)
+        loops = enclosing_loops(ctx, stmt, scope)
+        if loops and id(loops[0]) not in found and _backprops_every_pass(ctx, stmt, loops[0], calls):
+            found[id(loops[0])] = Iteration(loops[0], call, False)
     return list(found.values())
 
 

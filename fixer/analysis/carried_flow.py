@@ -27,7 +27,7 @@ def contains(outer: ast.AST, inner: ast.AST) -> bool:
     position are settled by walking ``outer``."""
     if outer is inner:
         return True
-    if hasattr(outer, "end_lineno") and hasattr(inner, "end_lineno"):
+    if hasattr(outer, "lineno") and hasattr(inner, "lineno"):
         start, end = (outer.lineno, outer.col_offset), (outer.end_lineno, outer.end_col_offset)
         decorators = getattr(outer, "decorator_list", None)
         if decorators:  # decorators come before the `def`/`class` line

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
 from typing import Optional
 
@@ -163,3 +164,37 @@ def _load(path: str) -> Optional[FileContext]:
         except (OSError, SourceError, SyntaxError, ValueError, RecursionError):
             pass
     return _loaded[path]
+
+
+IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE)
+_matches: dict[tuple[str, bytes], bool] = {}
+
+
+def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bool:
+    """True if the file (its bytes ``data``) imports a module of its own project whose text
+    matches ``pattern``: the byte pre-filter of a file whose training step lives in another file.
+    Only modules found beside the file or in its package count (never an installed package)."""
+    if path in ("-", "<stdin>") or b"import" not in data:
+        return False
+    for match in IMPORT_LINE.finditer(data):
+        dots, module, plain = (g.decode("ascii", "replace") if g else "" for g in match.groups())
+        candidates = [_module_file(path, plain, 0)] if plain else [_module_file(path, module or None, len(dots))]
+        if dots and not module:  # ``from . import steps``: the package's modules are named after import
+            line_end = data.find(b"\n", match.end())
+            names = data[match.end() : None if line_end < 0 else line_end].split(b"#")[0]
+            candidates += [_module_file(path, name.strip(b" \t()\\\r").decode("ascii", "replace"), len(dots)) for name in names.split(b",")]
+        for candidate in candidates:
+            if candidate and _file_matches(candidate, pattern):
+                return True
+    return False
+
+
+def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
+    key = (path, pattern.pattern)
+    if key not in _matches:
+        try:
+            with open(path, "rb") as handle:
+                _matches[key] = pattern.search(handle.read(MAX_BYTES)) is not None
+        except OSError:
+            _matches[key] = False
+    return _matches[key]

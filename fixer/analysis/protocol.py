@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from fixer.analysis.call_events import call_events
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
@@ -32,20 +33,33 @@ class Event:
     direct: bool  # the statement is exactly this call (``opt.step()`` on its own), not nested in it
     conditional: bool  # inside an if / loop / try / boolean expression within that statement
     spelling: str = ""  # backward: BackwardCall.kind ("method", "owner", ...); step: "scaler" or ""
+    via: Optional[ast.Call] = None  # the call of a project function inside which it happens
+
+    @property
+    def site(self) -> ast.Call:
+        """Where the event happens in the block's own file: the call itself, or the helper call."""
+        return self.via or self.call
 
 
-def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> list[Event]:
+def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_calls: bool = False, depth: int = 0) -> list[Event]:
     """The protocol events of ``block`` in source order (backward calls that fill ``.grad``,
-    zero_grad and step calls), each placed at the block statement that holds it."""
+    zero_grad and step calls), each placed at the block statement that holds it. With
+    ``through_calls``, also the events inside project functions the block calls (``call_events``),
+    in the callee's order, at the statement holding the call."""
     positions = {id(stmt): i for i, stmt in enumerate(block)}
-    found: list[tuple[ast.Call, str, Optional[str], str]] = [
-        (call.node, "backward", None, call.kind) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
+    found: list[tuple[ast.Call, str, Optional[str], str, bool, Optional[ast.Call]]] = [
+        (call.node, "backward", None, call.kind, False, None) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
     ]
-    found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "") for c in optimizer_calls(ctx, scope)]
-    events = []
-    for node, kind, owner, spelling in found:
-        conditional, holder, child = False, None, None
-        for parent in _chain(ctx, node):
+    found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
+    if through_calls:
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Call) and not any(node is f[0] for f in found):
+                for e in call_events(ctx, scope, node, depth) or ():
+                    found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
+    events, order = [], {}
+    for i, (node, kind, owner, spelling, inner, via) in enumerate(found):
+        conditional, holder, child = inner, None, None
+        for parent in _chain(ctx, via or node):
             conditional = conditional or _runs_conditionally(parent, child)
             if id(parent) in positions:
                 holder = parent
@@ -53,9 +67,11 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> list[
             child = parent
         if holder is None:
             continue
-        direct = isinstance(holder, ast.Expr) and holder.value is node
-        events.append(Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling))
-    return sorted(events, key=lambda e: (e.index, e.call.lineno, e.call.col_offset))
+        direct = via is None and isinstance(holder, ast.Expr) and holder.value is node
+        event = Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling, via)
+        events.append(event)
+        order[id(event)] = i
+    return sorted(events, key=lambda e: (e.index, e.site.lineno, e.site.col_offset, order[id(e)]))
 
 
 def _runs_conditionally(parent: ast.AST, child: Optional[ast.AST]) -> bool:

@@ -1,0 +1,83 @@
+"""Graphs built once in ``__init__`` and backpropagated through by every call of a training
+method: ``self.data = self.proj(raw)`` in ``__init__``, ``loss = f(self.data); loss.backward()``
+in ``step``, which the file calls in a loop. The first call frees the graph, the second fails.
+
+``init_graphs(ctx, scope)`` lists, for a method that backpropagates on every call, the
+(attribute, ``__init__`` assignment, backward calls) whose graph the calls walk. The attribute
+must be assigned nowhere else in the class (no method rebuilds it), its value must carry a graph
+that saved tensors from modules or leaves that surely require grad, and the method must be called
+inside a loop of this file (one call would not fail)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.carried_flow import always_runs
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
+from fixer.analysis.names import dotted
+from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.context import FileContext
+
+InitGraph = tuple[str, ast.Assign, list[BackwardCall]]
+
+
+def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Assign], bool]) -> list[InitGraph]:
+    """``saving(init_scope, assignment)``: the assigned value's graph saved tensors from inputs
+    that surely require grad (the rule's own test of a graph worth reporting)."""
+    if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or not _called_in_loop(ctx, scope):
+        return []
+    calls = [
+        c for c in backward_calls(ctx, scope)
+        if frees_graph(c) and c.kind != "autograd.grad" and not enclosing_loops(ctx, ctx.statement_of(c.node), scope)
+        and always_runs(ctx, c.node, scope.node)
+    ]
+    if not calls:
+        return []
+    init = next((s for s in scopes(ctx) if s.class_node is scope.class_node and getattr(s.node, "name", "") == "__init__"), None)
+    if init is None or not init.self_name:
+        return []
+    found = []
+    graph, nodes = facts(ctx, scope), scope_nodes(scope)
+    for attr, stmt in sorted(_built_once(ctx, scope, init).items()):
+        name = f"{scope.self_name}.{attr}"
+        if not any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n) == name for n in nodes):
+            continue
+        init_graph = facts(ctx, init)
+        if under_no_grad(ctx, stmt) or init_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(init, stmt):
+            continue
+        reaching = [c for c in calls if reaches(c, derived_names(ctx, graph, {name}, nodes))]
+        if reaching:
+            found.append((name, stmt, reaching))
+    return found
+
+
+def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.Assign]:
+    """Attributes ``__init__`` assigns exactly once, unconditionally, and no other code of the
+    class assigns (nor deletes)."""
+    counts: dict[str, int] = {}
+    first: dict[str, ast.Assign] = {}
+    for other in scopes(ctx):
+        if other.class_node is not scope.class_node or not other.self_name:
+            continue
+        for node in scope_nodes(other):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Attribute) and dotted(part.value) == other.self_name:
+                        counts[part.attr] = counts.get(part.attr, 0) + (1 if other is init else 2)
+                        if other is init and isinstance(node, ast.Assign) and len(node.targets) == 1 and part is target:
+                            first.setdefault(part.attr, node)
+    return {a: s for a, s in first.items() if counts[a] == 1 and always_runs(ctx, s, init.node)}
+
+
+def _called_in_loop(ctx: FileContext, scope: Scope) -> bool:
+    """Some ``x.<method>(...)`` call of this file sits in a loop."""
+    name = scope.node.name
+    return ctx.memo(("called_in_loop", name), lambda: any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
+        and any(isinstance(p, LOOPS) for p in ctx.ancestors(node))
+        for node in ast.walk(ctx.tree)
+    ))

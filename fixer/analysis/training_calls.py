@@ -1,0 +1,128 @@
+"""Calls that run one training step inside a project function: ``loss, hidden = train_step(x,
+hidden)`` where ``train_step`` (of this file, a method through ``self``, or imported from another
+project file) backpropagates on every call.
+
+``training_calls(ctx, scope)`` lists them. ``training_call(ctx, scope, call)`` describes one as a
+``BackwardCall`` of kind "call" whose target is the tuple of the call's arguments that the
+callee's backward walks and frees: arguments bound to parameters that flow into the backward's
+loss before anything rebinds them, and that the callee never detaches. A callee that cannot be
+read, that backpropagates only sometimes, or that keeps its graph (``retain_graph``,
+``create_graph``, ``autograd.grad``) gives None."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls, training_functions
+from fixer.analysis.carried_flow import Feeding, always_runs, end_position, position
+from fixer.analysis.bindings import imported_names
+from fixer.analysis.graph_reuse import frees_graph
+from fixer.analysis.names import dotted
+from fixer.analysis.project import called_function
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
+from fixer.context import FileContext
+
+CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
+
+
+def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
+    """Calls in ``scope`` of step functions: of this file, or imported from elsewhere (read when
+    they are project files)."""
+
+    def compute() -> list[BackwardCall]:
+        local, imported = training_functions(ctx), imported_names(ctx) - {"torch"}
+        found = []
+        for node in scope_nodes(scope):
+            if not isinstance(node, ast.Call) or backward_call(ctx, node) is not None:
+                continue  # ``self.manual_backward(loss)`` is a backward call already
+            name = dotted(node.func) or ""
+            if name.rsplit(".", 1)[-1] in local or name.partition(".")[0] in imported:
+                call = training_call(ctx, scope, node)
+                if call is not None and call.target.elts:
+                    found.append(call)
+        return found
+
+    return ctx.memo(("training_calls", id(scope.node)), compute)
+
+
+def steps_optimizer(ctx: FileContext, scope: Scope, call: BackwardCall) -> bool:
+    """The step function a training call runs also steps an optimizer."""
+    callee = called_function(ctx, scope, call.node.func)
+    return callee is not None and any(c.kind == "step" for c in optimizer_calls(callee.ctx or ctx, callee))
+
+
+def training_call(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[BackwardCall]:
+    callee = called_function(ctx, scope, call.func)
+    if callee is None or callee.node is scope.node or isinstance(callee.node, ast.Module):
+        return None
+    fed = fed_parameters(callee)
+    if fed is None:
+        return None
+    arguments = [a for a in _bound_arguments(callee, call) if a[0] in fed]
+    # no position of its own: containment in it is decided by its elements, not by the call's span
+    target = ast.Tuple(elts=[value for _, value in arguments], ctx=ast.Load())
+    return BackwardCall(call, target, "call")
+
+
+def fed_parameters(callee: Scope) -> Optional[frozenset[str]]:
+    """Parameters whose values the callee's every-call backward walks with their graph; None if
+    the callee does not surely backpropagate once per call."""
+    ctx = callee.ctx
+    if ctx is None:
+        return None
+    return ctx.memo(("fed_parameters", id(callee.node)), lambda: _fed(ctx, callee))
+
+
+def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
+    calls = backward_calls(ctx, callee)
+    every = [
+        c for c in calls
+        if c.kind in ("method", "autograd.backward", "owner", "scaler") and frees_graph(c) and c.keyword("retain_graph") is None
+        and not enclosing_loops(ctx, ctx.statement_of(c.node), callee) and always_runs(ctx, c.node, callee.node)
+    ]
+    if not every or any(c.kind == "autograd.grad" for c in calls):
+        return None
+    backward = every[0]
+    stmt = ctx.statement_of(backward.node)
+    feeding = Feeding(ctx, callee.node.body, backward.target, stmt)
+    nodes = [n for n in scope_nodes(callee) if hasattr(n, "lineno") and position(n) <= end_position(stmt)]
+    fed = set()
+    for name in _parameters(callee):
+        if name in feeding.live and _flows_unchanged(ctx, nodes, name, feeding):
+            fed.add(name)
+    return frozenset(fed)
+
+
+def _flows_unchanged(ctx: FileContext, nodes: list[ast.AST], name: str, feeding: Feeding) -> bool:
+    """The parameter's first use feeds the loss before any rebinding, and no use detaches it."""
+    loads = sorted((n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)), key=position)
+    stores = [ctx.statement_of(n) for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    if not loads or any(end_position(s) <= position(loads[0]) for s in stores) or not feeding.reaches(loads[0]):
+        return False
+    for load in loads:
+        parent = ctx.parent(load)
+        if isinstance(parent, ast.Attribute) and parent.attr in CUT_METHODS:
+            return False
+        if isinstance(parent, ast.Call) and load in parent.args and "detach" in (ast.unparse(parent.func) or ""):
+            return False
+    return True
+
+
+def _parameters(callee: Scope) -> list[str]:
+    args = callee.node.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    return names[1:] if callee.self_name else names
+
+
+def _bound_arguments(callee: Scope, call: ast.Call) -> list[tuple[str, ast.expr]]:
+    """(parameter, argument) for the call's plain positional and keyword arguments."""
+    params = _parameters(callee)
+    bound: list[tuple[str, ast.expr]] = []
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if index < len(params):
+            bound.append((params[index], arg))
+    bound += [(k.arg, k.value) for k in call.keywords if k.arg in params]
+    return bound
