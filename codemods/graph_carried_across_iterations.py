@@ -1,8 +1,9 @@
 """## What it does
 Finds a tensor that is carried from one training iteration into the next together with its
 autograd graph: recurrent state (`out, hidden = rnn(x, hidden)`, an LSTM's `(h, c)`), a
-`self.memory` attribute of a `train_step` method, or a list/deque that caches activations
-(`cache.append(h)` read later as `cache[0]`), when the loop backpropagates every iteration and
+`self.memory` attribute of a `train_step` method, a list/deque that caches activations
+(`cache.append(h)` read later as `cache[0]`) or a tensor buffer written in place
+(`bank[i] = feat` into `bank = torch.zeros(n, d)`), when the loop backpropagates every iteration and
 the carried value feeds the next iteration's loss. The backward may run in a step function the
 loop calls (`loss, hidden = train_step(x, hidden)`, of this file or another project file) when
 that function backpropagates on every call and its loss is built from the argument it is given.
@@ -71,7 +72,7 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, carried_values, is_container, is_empty_container, managed_elsewhere, object_class
+from fixer.analysis.carried import CarriedValue, carried_values, is_container, is_empty_container, is_tensor_buffer, managed_elsewhere, object_class
 from fixer.analysis.carried_flow import Feeding, contains, inside, position
 from fixer.analysis.carried_shape import class_init_values, initial_value
 from fixer.analysis.graph import Kind, facts, scope_of
@@ -95,7 +96,7 @@ class GraphCarriedAcrossIterations(Rule):
                 yield self._report(ctx, scope, value)
 
     def _report(self, ctx: FileContext, scope, value: CarriedValue) -> Diagnostic:
-        if value.container and value.read_after_store and _only_through_container(ctx, value):
+        if value.container and value.read_after_store and _only_through_container(ctx, value) and not is_tensor_buffer(ctx, value.initial):
             node = value.stores[0][0]
             buffers = _episode_buffers(ctx, scope, value)
             edits = _clear_edits(ctx, value, buffers)

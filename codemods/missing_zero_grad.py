@@ -143,6 +143,8 @@ class MissingZeroGrad(Rule):
                 continue
             if not is_plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
                 continue
+            if any(e.kind == "zero_grad" and e.via is not None and zeroes_for(ctx, e.owner or "", step.owner) is not False for e in events):
+                continue  # a function the loop calls clears them (maybe one its callee calls)
             reported.add(step.owner)
             backward_first = any(e.kind == "backward" and e.via is step.via and not e.conditional for e in events[: events.index(step)])
             yield self._report(ctx, scope, loop, step, backward_first)

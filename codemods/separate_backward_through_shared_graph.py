@@ -326,8 +326,9 @@ def _across_calls(rule: Rule, ctx: FileContext, call: BackwardCall, partner: Bac
         ctx,
         call.node,
         f"{first} and {second} backpropagate through the shared graph of {_describe(ctx, origins)}; the first "
-        f"frees it and the second raises 'backward through the graph a second time'. Backpropagate the sum of "
-        f"both losses once, or recompute the shared part before the second",
+        f"frees it and the second raises 'backward through the graph a second time'. Backpropagate both losses "
+        f"at once (their sum), detach the shared part where the second loss must not train it, or recompute it "
+        f"before the second",
     )
 
 

@@ -181,3 +181,56 @@ def test_losses_backpropagated_by_a_helper(tmp_path, model, expected):
     result = process_file(str(program), Options(rules=tuple(all_rules())))
     assert [d.code for d in result.diagnostics] == expected
     assert all(d.fix is None for d in result.diagnostics)  # reported, never merged across calls
+
+
+GAN_METHODS = '''import torch
+from torch import nn
+
+
+class GAN:
+    def __init__(self):
+        self.G = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 3))
+        self.D = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+        self.opt_g = torch.optim.Adam(self.G.parameters(), lr=1e-3)
+        self.opt_d = torch.optim.Adam(self.D.parameters(), lr=1e-3)
+
+    def generator_step(self, fake):
+        g_loss = nn.functional.softplus(-self.D(fake)).mean()
+        self.opt_g.zero_grad()
+        g_loss.backward()
+        self.opt_g.step()
+
+    def discriminator_step(self, real, fake):
+        d_loss = nn.functional.softplus(-self.D(real)).mean() + nn.functional.softplus(self.D({fake})).mean()
+        self.opt_d.zero_grad()
+        d_loss.backward()
+        self.opt_d.step()
+
+    def train_step(self, real):
+        fake = self.G(torch.randn(real.size(0), 2))
+        self.generator_step(fake)
+        self.discriminator_step(real, fake)
+
+
+torch.manual_seed(0)
+gan = GAN()
+for i in range(3):
+    gan.train_step(torch.randn(4, 3))
+'''
+
+
+@pytest.mark.parametrize("fake, expected", [("fake", ["GF105"]), ("fake.detach()", [])], ids=["undetached", "detached"])
+def test_gan_steps_in_methods(tmp_path, fake, expected):
+    """Zeroing inside the step methods counts for the loop that calls them (no GF203); the D step on
+    the undetached fake after the G step walks G's freed graph: reported, without an edit."""
+    program = tmp_path / "train.py"
+    program.write_text(GAN_METHODS.replace("{fake}", fake))
+    result = process_file(str(program), Options(rules=tuple(all_rules())))
+    assert [d.code for d in result.diagnostics] == expected
+    assert all(d.fix is None for d in result.diagnostics)
+
+
+def test_reexport_in_parenthesised_import(tmp_path):
+    train = _project(tmp_path, "package-reexport", MODEL)
+    (tmp_path / "pkg" / "nets" / "__init__.py").write_text("from .core import (\n    ActorCritic,\n)\n")
+    assert _codes(train) == ["GF105"]

@@ -7,7 +7,7 @@ import ast
 from typing import Iterator
 
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import imported_classes
+from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import scopes, statement_index
 from fixer.context import FileContext
 
@@ -32,12 +32,13 @@ def imported_names(ctx: FileContext) -> set[str]:
 
 def module_classes(ctx: FileContext) -> set[str]:
     """Classes that subclass ``nn.Module`` (directly or through each other): this file's, and
-    those imported from other project files (by the name that refers to them here)."""
+    those of other project files it imports and constructs or derives from (by the name that
+    refers to them here, as ``names.qualified`` spells it)."""
 
     def compute() -> set[str]:
-        ctx.memo("module_classes", set)  # while computing: an import cycle sees no classes yet
-        found = {name for name, (other, cls) in imported_classes(ctx).items() if cls.name in module_classes(other)}
         classes = statement_index(ctx).classes
+        local = {c.name for c in classes}
+        found = {name for name in _used_class_names(ctx) - local if _imported_module_class(ctx, name, MAX_BASE_DEPTH)}
         changed = True
         while changed:
             changed = False
@@ -53,6 +54,43 @@ def module_classes(ctx: FileContext) -> set[str]:
         return found
 
     return ctx.memo("module_classes", compute)
+
+
+MAX_BASE_DEPTH = 3  # imported bases followed this deep (``Net(Base)`` with ``Base(nn.Module)`` elsewhere)
+
+
+def _used_class_names(ctx: FileContext) -> set[str]:
+    """Qualified names this file calls in an assignment or derives a class from: the only imported
+    names whose classes matter here."""
+    names = {qualified(ctx, base) for cls in statement_index(ctx).classes for base in cls.bases}
+    for node in statement_index(ctx).assigns:
+        for call in ast.walk(node.value):
+            if isinstance(call, ast.Call):
+                names.add(qualified(ctx, call.func))
+    return {n for n in names if n and not n.startswith("torch.")}
+
+
+def _imported_module_class(ctx: FileContext, name: str, depth: int) -> bool:
+    """``name`` is imported from another project file and subclasses ``nn.Module``, judging only
+    that class's bases (each resolved where it is defined)."""
+    found = imported_class(ctx, name)
+    if found is None or depth <= 0:
+        return False
+    home, cls = found
+    return _derives_module(home, cls, depth - 1)
+
+
+def _derives_module(ctx: FileContext, cls: ast.ClassDef, depth: int) -> bool:
+    for base in cls.bases:
+        base_name = qualified(ctx, base) or ""
+        if base_name.startswith("torch.nn.") or base_name in ("nn.Module", "Module"):
+            return True
+        local = [c for c in statement_index(ctx).classes if c.name == base_name and c is not cls]
+        if local and depth > 0 and _derives_module(ctx, local[0], depth - 1):
+            return True
+        if not local and _imported_module_class(ctx, base_name, depth):
+            return True
+    return False
 
 
 def module_names(ctx: FileContext) -> set[str]:

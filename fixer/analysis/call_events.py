@@ -12,15 +12,18 @@ in the caller (a global of another file, a local of the callee) makes the whole 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function
+from fixer.analysis.bindings import imported_names
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project import called_function, imported_definition_matches
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 
 MAX_DEPTH = 2
+PROTOCOL_TEXT = re.compile(rb"zero_grad|\.step\s*\(|backward\s*\(")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,11 @@ def call_events(ctx: FileContext, scope: Scope, call: ast.Call, depth: int = 0) 
 def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Optional[list[CalleeEvent]]:
     from fixer.analysis.protocol import block_events  # protocol imports this module
 
+    name = qualified(ctx, call.func) or ""
+    if name.startswith("torch."):
+        return None  # the torch API
+    if name.partition(".")[0] in imported_names(ctx) and not imported_definition_matches(ctx, call.func, PROTOCOL_TEXT):
+        return None  # cheap, from text: the imported definition has no protocol event to read
     callee = resolved_callee(ctx, scope, call)
     if callee is None or callee.node is scope.node or isinstance(callee.node, ast.Module):
         return None

@@ -26,8 +26,8 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
 from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitions, leaf_only
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
-from fixer.analysis.graph import GraphFacts, Kind, facts
-from fixer.analysis.names import dotted, last_name
+from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
+from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
@@ -443,8 +443,17 @@ def is_container(ctx: FileContext, value: Optional[ast.expr]) -> bool:
     if isinstance(value, (ast.List, ast.Dict)):
         return True
     if isinstance(value, ast.Call):
-        return (last_name(value.func) or "") in ("list", "dict", "deque", "OrderedDict", "defaultdict")
+        return (last_name(value.func) or "") in ("list", "dict", "deque", "OrderedDict", "defaultdict") or is_tensor_buffer(ctx, value)
     return False
+
+
+def is_tensor_buffer(ctx: FileContext, value: Optional[ast.expr]) -> bool:
+    """A tensor made by torch without gradient (``torch.zeros(n, d)``): item stores into it
+    (``bank[i] = feat``) record an in-place copy that joins the stored value's graph."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "float", "double", "half"):
+        value = value.func.value
+    name = qualified(ctx, value.func) if isinstance(value, ast.Call) else None
+    return bool(name and CREATION.match(name)) and not any(k.arg == "requires_grad" for k in value.keywords)
 
 
 def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST) -> bool:

@@ -27,7 +27,9 @@ InitGraph = tuple[str, ast.Assign, list[BackwardCall]]
 def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Assign], bool]) -> list[InitGraph]:
     """``saving(init_scope, assignment)``: the assigned value's graph saved tensors from inputs
     that surely require grad (the rule's own test of a graph worth reporting)."""
-    if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or not _called_in_loop(ctx, scope):
+    if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or not backward_calls(ctx, scope):
+        return []
+    if scope.node.name not in _called_in_loops(ctx):
         return []
     calls = [
         c for c in backward_calls(ctx, scope)
@@ -73,11 +75,16 @@ def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.As
     return {a: s for a, s in first.items() if counts[a] == 1 and always_runs(ctx, s, init.node)}
 
 
-def _called_in_loop(ctx: FileContext, scope: Scope) -> bool:
-    """Some ``x.<method>(...)`` call of this file sits in a loop."""
-    name = scope.node.name
-    return ctx.memo(("called_in_loop", name), lambda: any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
-        and any(isinstance(p, LOOPS) for p in ctx.ancestors(node))
-        for node in ast.walk(ctx.tree)
-    ))
+def _called_in_loops(ctx: FileContext) -> set[str]:
+    """Method names called as ``x.<name>(...)`` inside a loop anywhere in this file (one walk)."""
+
+    def compute() -> set[str]:
+        found: set[str] = set()
+        for loop in ast.walk(ctx.tree):
+            if isinstance(loop, LOOPS):
+                for node in ast.walk(loop):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                        found.add(node.func.attr)
+        return found
+
+    return ctx.memo("called_in_loops", compute)

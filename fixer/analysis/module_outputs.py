@@ -20,7 +20,7 @@ from typing import Optional, Union
 
 from fixer.analysis.bindings import module_classes
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import imported_classes
+from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
@@ -111,7 +111,7 @@ def _class(ctx: FileContext, class_name: str) -> Optional[tuple[FileContext, ast
     matches = [c for c in statement_index(ctx).classes if c.name == class_name]
     if matches:
         return (ctx, matches[0]) if len(matches) == 1 else None
-    return imported_classes(ctx).get(class_name)
+    return imported_class(ctx, class_name)
 
 
 def _forward_shares(ctx: FileContext, forward: Scope, depth: int) -> bool:

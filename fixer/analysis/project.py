@@ -7,6 +7,7 @@ unknown."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import warnings
@@ -67,6 +68,52 @@ def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     return None
 
 
+def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]") -> bool:
+    """The text of the definition an imported ``func`` names (in a project file) matches
+    ``pattern``: a cheap test, with no parse, before reading the function."""
+    name = dotted(func)
+    if name is None or ctx.path in ("-", "<stdin>"):
+        return False
+    head, _, rest = name.partition(".")
+    for node in statement_index(ctx).imports:
+        for alias in node.names:
+            if isinstance(node, ast.ImportFrom) and not rest and (alias.asname or alias.name) == head:
+                path = _module_file(ctx.path, node.module, node.level)
+                return bool(path) and _definition_matches(path, alias.name, pattern)
+            if isinstance(node, ast.Import) and rest and "." not in rest and (alias.asname or alias.name) == head:
+                path = _module_file(ctx.path, alias.name, 0)
+                return bool(path) and _definition_matches(path, rest, pattern)
+    return False
+
+
+def imported_step_names(ctx: FileContext) -> set[str]:
+    """Local names of imports whose definition (a function or class of a project file) or module
+    (``import steps``) mentions a backward call, judged from text alone."""
+    from fixer.rule import BACKWARD_CALL
+
+    def compute() -> set[str]:
+        found: set[str] = set()
+        if ctx.path in ("-", "<stdin>"):
+            return found
+        for node in statement_index(ctx).imports:
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                if (module or alias.name).split(".")[0] == "torch" and not getattr(node, "level", 0):
+                    continue  # the torch API, never a project's step function (as in graph.py)
+                if isinstance(node, ast.ImportFrom):
+                    path = _module_file(ctx.path, node.module, node.level)
+                    if path and _file_matches(path, BACKWARD_CALL) and _definition_matches(path, alias.name, BACKWARD_CALL):
+                        found.add(local)
+                else:
+                    path = _module_file(ctx.path, alias.name, 0)
+                    if path and _file_matches(path, BACKWARD_CALL):
+                        found.add(local)
+        return found
+
+    return ctx.memo("imported_step_names", compute)
+
+
 def _function_in(importer: str, module: Optional[str], level: int, function: str) -> Optional[Scope]:
     found = _definition_in(importer, module, level, function, (ast.FunctionDef, ast.AsyncFunctionDef))
     if found is None:
@@ -75,45 +122,47 @@ def _function_in(importer: str, module: Optional[str], level: int, function: str
     return next((s for s in scopes(other) if s.node is node), None)
 
 
-def imported_classes(ctx: FileContext) -> dict[str, tuple[FileContext, ast.ClassDef]]:
-    """Classes of other project files this file imports, by their name as ``names.qualified``
-    gives it (``models.Net`` for ``from models import Net`` and for ``import models``; ``Net``
-    for ``from .models import Net``)."""
+def imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """The class of another project file that ``name`` refers to here, as ``names.qualified``
+    spells it (``models.Net`` for ``from models import Net`` and for ``import models``; ``Net``
+    for ``from .models import Net``); None if it is not one. Only the module that binding names
+    is read: never the rest of what the file imports."""
+    if ctx.path in ("-", "<stdin>") or not name:
+        return None
+    return ctx.memo(("imported_class", name), lambda: _imported_class(ctx, name))
 
-    def compute() -> dict[str, tuple[FileContext, ast.ClassDef]]:
-        found: dict[str, tuple[FileContext, ast.ClassDef]] = {}
-        if ctx.path in ("-", "<stdin>"):
-            return found
-        for node in statement_index(ctx).imports:
+
+def _imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    head, _, attr = name.rpartition(".")
+    for node in statement_index(ctx).imports:
+        for alias in node.names:
+            local = alias.asname or alias.name
             if isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    cls = _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
-                    local = alias.asname or alias.name
-                    if cls is not None:
-                        found[f"{node.module}.{alias.name}" if node.module and not node.level else local] = cls
-                    elif node.level:  # ``from . import models``: a module of the package
-                        _add_classes(found, local, _module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level))
-            else:
-                for alias in node.names:
-                    _add_classes(found, alias.name, _module_file(ctx.path, alias.name, 0))
-        return found
-
-    return ctx.memo("imported_classes", compute)
+                if (f"{node.module}.{alias.name}" if node.module and not node.level else local) == name:
+                    return _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
+                if node.level and head == local:  # ``from . import models`` ... ``models.Net``
+                    return _class_in(_module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level), attr)
+            elif head == alias.name:
+                return _class_in(_module_file(ctx.path, alias.name, 0), attr)
+    return None
 
 
-def _add_classes(found: dict, prefix: str, path: Optional[str]) -> None:
-    other = _load(path) if path else None
+def _class_in(path: Optional[str], name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    other = _load(path) if path and name and _may_define(path, name) else None
     if other is not None:
         for cls in other.tree.body:
-            if isinstance(cls, ast.ClassDef):
-                found[f"{prefix}.{cls.name}"] = (other, cls)
+            if isinstance(cls, ast.ClassDef) and cls.name == name:
+                return other, cls
+    return None
 
 
 def _definition_in(importer: str, module: Optional[str], level: int, name: str, kind, depth: int = 0):
     """(context, node) of the top-level ``kind`` definition ``name`` in the module ``importer``
     imports, following re-exports of a package's own modules; None if unknown."""
     path = _module_file(importer, module, level)
-    other = _load(path) if path else None
+    if path is None or not _may_define(path, name):
+        return None  # decided from the text: the module is parsed only when it may hold the name
+    other = _load(path)
     if other is None:
         return None
     for node in other.tree.body:
@@ -130,8 +179,13 @@ def _definition_in(importer: str, module: Optional[str], level: int, name: str, 
 
 
 def _module_file(importer: str, module: Optional[str], level: int) -> Optional[str]:
+    return _module_in_folder(os.path.dirname(os.path.abspath(importer)), module, level)
+
+
+@functools.lru_cache(maxsize=65536)
+def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optional[str]:
+    """The file ``module`` names for code in ``folder`` (files of one folder share the answer)."""
     parts = module.split(".") if module else []
-    folder = os.path.dirname(os.path.abspath(importer))
     if level:
         for _ in range(level - 1):
             folder = os.path.dirname(folder)
@@ -152,6 +206,29 @@ def _module_file(importer: str, module: Optional[str], level: int) -> Optional[s
     return None
 
 
+_top_names: dict[str, frozenset[str]] = {}
+TOP_NAMES = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^[ \t]*from[^\n]*import[ \t]*(?:\(([^)]*)\)|([^\n#]*))", re.MULTILINE)
+
+
+def _may_define(path: str, name: str) -> bool:
+    """The module's text defines ``name`` at top level (``def name``, ``class name``) or imports it:
+    decided from one scan of its bytes, kept as a set of names (not the text) per module."""
+    if path not in _top_names:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+        except OSError:
+            data = b""
+        names: set[str] = set()
+        if len(data) <= MAX_BYTES:
+            for match in TOP_NAMES.finditer(data):
+                defined, grouped, imported = match.groups()
+                words = [defined] if defined else re.findall(rb"\w+", grouped or imported or b"")
+                names.update(w.decode("ascii", "replace") for w in words)
+        _top_names[path] = frozenset(names)
+    return name in _top_names[path]
+
+
 def _load(path: str) -> Optional[FileContext]:
     if path not in _loaded:
         _loaded[path] = None
@@ -166,35 +243,82 @@ def _load(path: str) -> Optional[FileContext]:
     return _loaded[path]
 
 
-IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE)
-_matches: dict[tuple[str, bytes], bool] = {}
+IMPORT_LINE = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n#]*))|import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?)",
+    re.MULTILINE,
+)
+_matches: dict[tuple[str, str, bytes], bool] = {}
 
 
 def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bool:
-    """True if the file (its bytes ``data``) imports a module of its own project whose text
-    matches ``pattern``: the byte pre-filter of a file whose training step lives in another file.
-    Only modules found beside the file or in its package count (never an installed package)."""
+    """True if the file (its bytes ``data``) calls a function or class it imports from a module of
+    its own project whose definition's text matches ``pattern`` (``from steps import train_step``
+    ... ``train_step(...)``, where ``def train_step`` backpropagates): the byte pre-filter of a file
+    whose training step lives in another file. Only modules found beside the file or in its
+    package count (never an installed package)."""
     if path in ("-", "<stdin>") or b"import" not in data:
         return False
     for match in IMPORT_LINE.finditer(data):
-        dots, module, plain = (g.decode("ascii", "replace") if g else "" for g in match.groups())
-        candidates = [_module_file(path, plain, 0)] if plain else [_module_file(path, module or None, len(dots))]
-        if dots and not module:  # ``from . import steps``: the package's modules are named after import
-            line_end = data.find(b"\n", match.end())
-            names = data[match.end() : None if line_end < 0 else line_end].split(b"#")[0]
-            candidates += [_module_file(path, name.strip(b" \t()\\\r").decode("ascii", "replace"), len(dots)) for name in names.split(b",")]
-        for candidate in candidates:
-            if candidate and _file_matches(candidate, pattern):
+        dots, module, grouped, listed, plain, alias = (g.decode("ascii", "replace") if g else "" for g in match.groups())
+        if not dots and (plain or module).split(".")[0] == "torch":
+            continue  # the torch API, never a project's step function (as in graph.py)
+        target = _module_file(path, plain or module or None, 0 if plain else len(dots))
+        package = not plain and dots and not module  # ``from . import steps``: modules of the package
+        if not package and not (target and _file_matches(target, pattern)):
+            continue  # cheap: most imported modules never backpropagate
+        if plain:  # ``import steps [as s]`` ... ``s.train_step(...)``
+            local = re.escape(alias or plain).encode()
+            called = {m.decode() for m in re.findall(rb"\b" + local + rb"\.(\w+)\s*\(", data)}
+            if any(_definition_matches(target, name, pattern) for name in called):
                 return True
+            continue
+        for item in (grouped or listed).split(","):
+            parts = item.split()
+            if not parts or not parts[0].isidentifier():
+                continue
+            name, local = parts[0], re.escape(parts[-1]).encode()
+            if target and not package and _definition_matches(target, name, pattern):
+                if re.search(rb"\b" + local + rb"\s*[(.]", data, re.MULTILINE):
+                    return True  # imported and called (or dotted into) here
+            if package:  # ``steps.train_step(...)`` with ``from . import steps``
+                sub = _module_file(path, name, len(dots))
+                if sub and _file_matches(sub, pattern):
+                    called = {m.decode() for m in re.findall(rb"\b" + local + rb"\.(\w+)\s*\(", data)}
+                    if any(_definition_matches(sub, c, pattern) for c in called):
+                        return True
     return False
 
 
-def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
+DEFINITION = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+TOP_LEVEL = re.compile(rb"^[^\s#]", re.MULTILINE)
+_definitions: dict[tuple[str, bytes], dict[str, bool]] = {}
+
+
+def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]") -> bool:
+    """The text of the top-level ``def name`` / ``class name`` of the module matches ``pattern``
+    (one scan per module: each top-level definition's answer is kept, not the text)."""
     key = (path, pattern.pattern)
+    if key not in _definitions:
+        data, found = _read(path), {}
+        for match in DEFINITION.finditer(data):
+            line_end = data.find(b"\n", match.end())
+            end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
+            body = data[match.start() : end.start() if end else len(data)]
+            found[match.group(1).decode("ascii", "replace")] = pattern.search(body) is not None
+        _definitions[key] = found
+    return _definitions[key].get(name, False)
+
+
+def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
+    key = (path, "", pattern.pattern)
     if key not in _matches:
-        try:
-            with open(path, "rb") as handle:
-                _matches[key] = pattern.search(handle.read(MAX_BYTES)) is not None
-        except OSError:
-            _matches[key] = False
+        _matches[key] = pattern.search(_read(path)) is not None
     return _matches[key]
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_BYTES)
+    except OSError:
+        return b""

@@ -12,6 +12,7 @@ read, that backpropagates only sometimes, or that keeps its graph (``retain_grap
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls, training_functions
@@ -19,9 +20,10 @@ from fixer.analysis.carried_flow import Feeding, always_runs, end_position, posi
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function
+from fixer.analysis.project import called_function, imported_definition_matches, imported_step_names
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
 from fixer.context import FileContext
+from fixer.rule import BACKWARD_CALL
 
 CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
 
@@ -31,19 +33,38 @@ def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     they are project files)."""
 
     def compute() -> list[BackwardCall]:
+        gate = _callee_text(ctx)
+        if gate is None or not ctx.mentions(scope.node, gate):
+            return []  # cheap: the scope names no function that may backpropagate
         local, imported = training_functions(ctx), imported_names(ctx) - {"torch"}
-        found = []
+        candidates = []
         for node in scope_nodes(scope):
             if not isinstance(node, ast.Call) or backward_call(ctx, node) is not None:
                 continue  # ``self.manual_backward(loss)`` is a backward call already
             name = dotted(node.func) or ""
-            if name.rsplit(".", 1)[-1] in local or name.partition(".")[0] in imported:
-                call = training_call(ctx, scope, node)
-                if call is not None and call.target.elts:
-                    found.append(call)
+            if name.rsplit(".", 1)[-1] in local or name.partition(".")[0] in imported and imported_definition_matches(ctx, node.func, BACKWARD_CALL):
+                candidates.append(node)
+        if len(candidates) < 2:  # one call matters only once per pass of a loop around it
+            candidates = [c for c in candidates if enclosing_loops(ctx, ctx.statement_of(c), scope)]
+        found = []
+        for node in candidates:
+            call = training_call(ctx, scope, node)
+            if call is not None and call.target.elts:
+                found.append(call)
         return found
 
     return ctx.memo(("training_calls", id(scope.node)), compute)
+
+
+def _callee_text(ctx: FileContext) -> Optional["re.Pattern[str]"]:
+    """A pattern for the names through which this file may call a step function: its own
+    functions that backpropagate, and imported names whose definitions may."""
+
+    def compute() -> Optional["re.Pattern[str]"]:
+        names = training_functions(ctx) | imported_step_names(ctx)
+        return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))) if names else None
+
+    return ctx.memo("training_callee_text", compute)
 
 
 def steps_optimizer(ctx: FileContext, scope: Scope, call: BackwardCall) -> bool:
