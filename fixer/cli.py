@@ -151,8 +151,7 @@ def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, qui
     sys.stdout.flush()
     if not quiet:
         _print_diagnostics([result], "remaining", options.unsafe, fmt, sys.stderr)
-    for error in result.errors:
-        _err(f"{display_path(name)}: error: {error}")
+    _print_problems([result])
     return EXIT_ERROR if result.errors else (EXIT_FINDINGS if result.remaining else EXIT_CLEAN)
 
 
@@ -170,6 +169,16 @@ def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: 
     return len(items)
 
 
+def _print_problems(results: list[FileResult]) -> None:
+    """Errors (exit 123) and refused fixes (their findings remain: exit 1), one line each on stderr."""
+    for result in results:
+        for refusal in result.refused:
+            _err(f"{display_path(result.path)}: warning: {refusal}")
+    for result in results:
+        for error in result.errors:
+            _err(f"{display_path(result.path)}: error: {error}")
+
+
 def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
     errors = [(r.path, e) for r in results for e in r.errors]
     changed = [r for r in results if (r.written if fix else r.changed)]  # --fix counts only files written
@@ -182,8 +191,7 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
     else:
         found = _print_diagnostics(results, "remaining" if fix else "diagnostics", options.unsafe, fmt, sys.stdout)
     sys.stdout.flush()
-    for path, error in errors:
-        _err(f"{display_path(path)}: error: {error}")
+    _print_problems(results)
     if not quiet:
         _err(_summary(results, changed, options, diff, fix, len(errors)))
     if errors:
@@ -199,9 +207,8 @@ def _statistics(results: list[FileResult], fix: bool) -> int:
             counts[(d.code, d.name)] = counts.get((d.code, d.name), 0) + 1
     for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         typer.echo(f"{count:>6}  {code}  {name}")
-    errors = [(r.path, e) for r in results for e in r.errors]
-    for path, error in errors:
-        _err(f"{display_path(path)}: error: {error}")
+    _print_problems(results)
+    errors = [e for r in results for e in r.errors]
     return EXIT_ERROR if errors else (EXIT_FINDINGS if counts else EXIT_CLEAN)
 
 
@@ -212,7 +219,9 @@ def _summary(results: list[FileResult], changed: list[FileResult], options: Opti
     if fix or diff:
         verb = "fixed" if fix else "would fix"
         remaining = sum(len(r.remaining) for r in results)
-        return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining; {len(results)} file(s) scanned, {checked} analysed{tail}"
+        refused = sum(len(r.refused) for r in results)
+        kept = f" ({refused} fix(es) refused)" if refused else ""
+        return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining{kept}; {len(results)} file(s) scanned, {checked} analysed{tail}"
     safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
     hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not options.unsafe else "") + ")" if safe or unsafe else ""

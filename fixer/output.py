@@ -78,6 +78,7 @@ def as_json(items: Iterable[tuple[str, Diagnostic]]) -> str:
                 "location": {"row": d.line, "column": d.col + 1},
                 "end_location": {"row": d.end_line, "column": d.end_col + 1},
                 "fix": fix,
+                "fix_refused": d.fix_refused or None,
             }
         )
     return json.dumps(records, indent=2)

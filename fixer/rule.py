@@ -48,6 +48,7 @@ class Diagnostic:
     end_line: int
     end_col: int
     fix: Optional[Fix] = None
+    fix_refused: str = field(default="", compare=False)  # why the engine did not apply this finding's fix
 
     @property
     def sort_key(self) -> tuple[int, int, str]:
