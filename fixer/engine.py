@@ -41,13 +41,17 @@ class FileResult:
     original: Optional[str] = None  # set when fixed differs
     fixed: Optional[str] = None
     errors: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)  # fixes not applied: they would bring in a new finding
     parsed: bool = False
     written: bool = False  # --fix: this run replaced the file on disk
 
     @property
     def changed(self) -> bool:
         return self.fixed is not None and self.fixed != self.original
+
+    @property
+    def refused(self) -> list[str]:
+        """Why fixes were not applied (they would bring in a new finding); their findings remain."""
+        return [d.fix_refused for d in self.remaining if d.fix_refused]
 
 
 class RuleCrash(Exception):
@@ -89,11 +93,11 @@ class PassFailed(Exception):
 
 def fix_text(
     path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str, rules: Sequence[type[Rule]]
-) -> tuple[str, list[Diagnostic], list[str], list[str]]:
-    """Apply fixes pass after pass until none is left. Returns (text, remaining diagnostics, errors,
-    refused fixes); on any failure the original text is returned with the error. A fix that would
-    bring in a finding the text before its pass did not have is not applied: its finding remains,
-    without a fix, and the refusal is reported. The passes run the ``rules`` the first run ran
+) -> tuple[str, list[Diagnostic], list[str]]:
+    """Apply fixes pass after pass until none is left. Returns (text, remaining diagnostics, errors);
+    on any failure the original text is returned with the error. A fix that would bring in a finding
+    the text before its pass did not have is not applied: its finding remains, without a fix and
+    with ``fix_refused`` saying why. The passes run the ``rules`` the first run ran
     (those the original passed the pre-filter for) and any selected rule a fix makes pass it."""
     current, remaining, rules = text, diagnostics, list(rules)
     refused: dict[Diagnostic, str] = {}  # findings of ``current`` whose fix was refused, and why
@@ -101,18 +105,18 @@ def fix_text(
         chosen = select_fixes([d for d in remaining if d not in refused], options.unsafe)
         if not chosen:
             kept = [replace(d, fix=None, fix_refused=refused[d]) if d in refused else d for d in remaining]
-            return current, kept, [], list(refused.values())
+            return current, kept, []
         try:
             new, found, origins, refusals = _checked_pass(path, current, remaining, chosen, options, newline, rules)
         except PassFailed as exc:
-            return text, diagnostics, [str(exc)], []
+            return text, diagnostics, [str(exc)]
         if new == current and not refusals:
             codes = ", ".join(sorted({d.code for d in chosen}))
-            return current, found, [f"fix by {codes} made no change; file left unchanged"], []
+            return current, found, [f"fix by {codes} made no change; file left unchanged"]
         refused.update(refusals)
         refused = {d: refused[old] for d, old in zip(found, origins) if old in refused}
         current, remaining = new, found
-    return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"], []
+    return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"]
 
 
 def _checked_pass(
@@ -235,7 +239,7 @@ def process_source(path: str, data: bytes, options: Options, source: Optional[So
     result.errors.extend(crashes)
     if crashes or not options.fix or not any(d.fix for d in diagnostics):
         return result
-    fixed, remaining, errors, result.refused = fix_text(path, padded, diagnostics, options, source.newline, rules)
+    fixed, remaining, errors = fix_text(path, padded, diagnostics, options, source.newline, rules)
     if padded is not text and fixed.endswith(source.newline):
         fixed = fixed[: -len(source.newline)]
     result.errors.extend(errors)
@@ -267,6 +271,6 @@ def _write(path: str, data: bytes, source: Source, result: FileResult) -> None:
         result.written = write_atomic(path, encode(source, result.fixed), expected=data)
     except (UnicodeEncodeError, WriteError) as exc:
         result.errors.append(str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc}")
-        result.remaining, result.refused = result.diagnostics, []
+        result.remaining = result.diagnostics
     if not result.written:  # failed, or already fixed by someone else (e.g. a concurrent run)
         result.original = result.fixed = None
