@@ -30,11 +30,12 @@ from tests.fuzzgen import generate  # noqa: E402
 
 COLUMNS = ("programs", "parsed", "with findings", "fixed", "timeouts", "rule crashes", "refused fixes", "non-convergence",
            "other errors", "uncaught exc.", "unparsable outputs", "non-idempotent", "edits outside snippets",
-           "format changed")
+           "format changed", "new findings")
 KIND_COLUMN = {"timeout": "timeouts", "rule crash": "rule crashes", "refused fix": "refused fixes", "non-convergence": "non-convergence",
                "engine cannot parse": "other errors", "other error": "other errors", "uncaught exception": "uncaught exc.",
                "unparsable output": "unparsable outputs", "non-idempotent": "non-idempotent",
-               "edit outside snippets": "edits outside snippets", "format changed": "format changed"}
+               "edit outside snippets": "edits outside snippets", "format changed": "format changed",
+               "new finding": "new findings"}
 
 
 def hypothesmith_programs(seed: int, count: int) -> list[bytes]:

@@ -193,7 +193,11 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
 
 
 def _print_problems(results: list[FileResult], quiet: bool) -> None:
-    """Files that could not be checked (always), then malformed suppressions (unless quiet)."""
+    """Refused fixes (their findings remain: exit 1) and files that could not be checked (always),
+    then malformed suppressions (unless quiet), one line each on stderr."""
+    for result in results:
+        for refusal in result.refused:
+            _err(f"{display_path(result.path)}: warning: {refusal}")
     for result in results:
         for error in result.errors:
             _err(f"{display_path(result.path)}: error: {error}")
@@ -230,7 +234,9 @@ def _summary(results: list[FileResult], changed: list[FileResult], options: Opti
     if fix or diff:
         verb = "fixed" if fix else "would fix"
         remaining = sum(len(r.remaining) for r in results)
-        return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining; {len(results)} file(s) scanned, {checked} analysed{tail}"
+        refused = sum(len(r.refused) for r in results)
+        kept = f" ({refused} fix(es) refused)" if refused else ""
+        return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining{kept}; {len(results)} file(s) scanned, {checked} analysed{tail}"
     safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
     hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not options.unsafe else "") + ")" if safe or unsafe else ""

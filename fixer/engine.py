@@ -1,20 +1,22 @@
 """parse once -> run rules -> apply fixes -> verify (re-parse, fixpoint) -> result.
 
 The engine knows no rule by name. A file whose fixed text does not parse or does not converge is
-left untouched and reported as an error."""
+left untouched and reported as an error; a fix that would bring in a new finding is not applied
+(fixer/fixcheck.py matches findings across a pass) and its finding remains."""
 
 from __future__ import annotations
 
 import ast
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.analysis.project import imports_matching
+from fixer.fixcheck import Key, Matcher
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
@@ -51,6 +53,11 @@ class FileResult:
     def changed(self) -> bool:
         return self.fixed is not None and self.fixed != self.original
 
+    @property
+    def refused(self) -> list[str]:
+        """Why fixes were not applied (they would bring in a new finding); their findings remain."""
+        return [d.fix_refused for d in self.remaining if d.fix_refused]
+
 
 class RuleCrash(Exception):
     pass
@@ -85,33 +92,94 @@ def _check(rule: type[Rule], ctx: FileContext) -> list[Diagnostic]:
     return list(rule().check(ctx))
 
 
+class PassFailed(Exception):
+    """A pass of fixes that leaves the file unchanged: the message says why."""
+
+
 def fix_text(
     path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str, rules: Sequence[type[Rule]]
 ) -> tuple[str, list[Diagnostic], list[str]]:
     """Apply fixes pass after pass until none is left. Returns (text, remaining diagnostics, errors);
-    on any failure the original text is returned with the error. The passes run the ``rules`` the
-    first run ran (those the original passed the pre-filter for): a fix never brings in a rule the
-    report did not run."""
-    current, remaining = text, diagnostics
+    on any failure the original text is returned with the error. A fix that would bring in a finding
+    the text before its pass did not have is not applied: its finding remains, without a fix and
+    with ``fix_refused`` saying why. The passes run the ``rules`` the first run ran
+    (those the original passed the pre-filter for) and any selected rule a fix makes pass it."""
+    current, remaining, rules = text, diagnostics, list(rules)
+    refused: dict[Diagnostic, str] = {}  # findings of ``current`` whose fix was refused, and why
     for _ in range(MAX_PASSES):
-        chosen = select_fixes(remaining, options.unsafe)
+        chosen = select_fixes([d for d in remaining if d not in refused], options.unsafe)
         if not chosen:
-            return current, remaining, []
-        codes = ", ".join(sorted({d.code for d in chosen}))
+            kept = [replace(d, fix=None, fix_refused=refused[d]) if d in refused else d for d in remaining]
+            return current, kept, []
         try:
-            new = apply_edits(current, [edit for d in chosen for edit in d.fix.edits])
-        except ValueError as exc:  # a rule's fix with edits that collide: never guess an order
-            return text, diagnostics, [f"fix by {codes} is inconsistent ({exc}); file left unchanged"]
-        try:
-            remaining, crashes = run_rules(path, new, rules, newline, options.verbose)
-        except SyntaxError as exc:
-            return text, diagnostics, [f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged"]
-        if crashes:
-            return text, diagnostics, crashes
-        if new == current:
-            return current, remaining, [f"fix by {codes} made no change; file left unchanged"]
-        current = new
+            new, found, origins, refusals = _checked_pass(path, current, remaining, chosen, options, newline, rules)
+        except PassFailed as exc:
+            return text, diagnostics, [str(exc)]
+        if new == current and not refusals:
+            codes = ", ".join(sorted({d.code for d in chosen}))
+            return current, found, [f"fix by {codes} made no change; file left unchanged"]
+        refused.update(refusals)
+        refused = {d: refused[old] for d, old in zip(found, origins) if old in refused}
+        current, remaining = new, found
     return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"]
+
+
+def _checked_pass(
+    path: str, current: str, before: list[Diagnostic], chosen: list[Diagnostic], options: Options, newline: str,
+    rules: list[type[Rule]],
+) -> tuple[str, list[Diagnostic], list[Optional[Diagnostic]], dict[Diagnostic, str]]:
+    """Apply the ``chosen`` fixes to ``current`` (whose findings are ``before``). Returns the new text,
+    its findings, the finding of ``current`` each one stands for (None: new) and the fixes refused
+    because they bring in a new finding, with why. All fixes are tried at once; only when that brings
+    in a finding are they added one by one, each kept only if it brings in none. A rule that fixes a
+    chain over passes (the link before the one moved is found next) may bring in its own code, as
+    long as it goes on to fix it: the next pass checks that fix."""
+    matcher = Matcher(current, before)
+
+    def attempt(fixes: list[Diagnostic]) -> tuple[str, list[Diagnostic], list[tuple[Optional[Diagnostic], Key]]]:
+        codes = ", ".join(sorted({d.code for d in fixes}))
+        edits = [edit for d in fixes for edit in d.fix.edits]
+        try:
+            new = apply_edits(current, edits)
+        except ValueError as exc:  # a rule's fix with edits that collide: never guess an order
+            raise PassFailed(f"fix by {codes} is inconsistent ({exc}); file left unchanged")
+        _activate(new, options, rules, path)
+        try:
+            found, crashes = run_rules(path, new, rules, newline, options.verbose)
+        except SyntaxError as exc:
+            raise PassFailed(f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged")
+        if crashes:
+            raise PassFailed("; ".join(crashes))
+        return new, found, matcher.origins(new, found, edits)
+
+    full = attempt(chosen)
+    if all(old is not None for old, _ in full[2]):
+        return full[0], full[1], [old for old, _ in full[2]], {}
+    outcome, accepted, refusals = (current, before, [(d, None) for d in before]), [], {}
+    for diagnostic in chosen:
+        fixes = accepted + [diagnostic]
+        trial = full if len(fixes) == len(chosen) else attempt(fixes)
+        earlier = {key for old, key in outcome[2] if old is None}  # brought in by the fixes kept so far
+        introduced = [
+            d for d, (old, key) in zip(trial[1], trial[2])
+            if old is None and key not in earlier and not (d.code == diagnostic.code and select_fixes([d], options.unsafe))
+        ]
+        if introduced:
+            first = introduced[0]
+            refusals[diagnostic] = (
+                f"{diagnostic.code}'s fix (line {diagnostic.line}) would introduce {first.code} ({first.name}) "
+                f"at line {first.line}; not applied"
+            )
+        else:
+            outcome, accepted = trial, fixes
+    return outcome[0], outcome[1], [old for old, _ in outcome[2]], refusals
+
+
+def _activate(text: str, options: Options, rules: list[type[Rule]], path: str) -> None:
+    """Add to ``rules`` each selected rule whose pre-filter a fix made ``text`` pass: all its findings are new."""
+    others = [rule for rule in options.rules if rule not in rules]
+    if others:
+        rules.extend(active_rules(text.encode("utf-8", "surrogatepass"), others, path))
 
 
 def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> list[type[Rule]]:

@@ -84,6 +84,7 @@ def record(path: str, d: Diagnostic) -> dict:
         "location": {"row": d.line, "column": d.col + 1},
         "end_location": {"row": d.end_line, "column": d.end_col + 1},
         "fix": fix,
+        "fix_refused": d.fix_refused or None,
     }
 
 

@@ -49,6 +49,7 @@ class Diagnostic:
     end_col: int
     fix: Optional[Fix] = None
     cell: Optional[int] = None  # notebooks: the 1-based cell; line and end_line count within it
+    fix_refused: str = field(default="", compare=False)  # why the engine did not apply this finding's fix
 
     @property
     def sort_key(self) -> tuple[int, int, int, str]:

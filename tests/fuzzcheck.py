@@ -6,12 +6,14 @@
 - for inputs CPython compiles: no error in the result (rule crash, refused fix, non-convergence,
   "cannot parse"); the fixed text compiles; a second run changes nothing; every changed line lies
   within a snippet (first to last line carrying its marker `_mN`) in which a finding starts;
-  encoding, BOM, newline style and final newline are kept.
+  encoding, BOM, newline style and final newline are kept; no fix brings in a finding: the engine
+  refused none, and no rule finds more in the fixed text than in the original.
 Lines are split only at \\r\\n, \\r and \\n, as Python does.
 """
 
 from __future__ import annotations
 
+import collections
 import difflib
 import re
 import signal
@@ -26,7 +28,7 @@ from fixer.source import SourceError, decode, encode
 
 OPTIONS = Options(rules=tuple(all_rules()), fix=True, unsafe=True)
 KINDS = ("timeout", "uncaught exception", "rule crash", "refused fix", "non-convergence", "engine cannot parse",
-         "other error", "unparsable output", "non-idempotent", "edit outside snippets", "format changed")
+         "other error", "unparsable output", "non-idempotent", "edit outside snippets", "format changed", "new finding")
 BREAK = re.compile(r"\r\n|\r|\n")
 MARKER = re.compile(r"_m\d+\b")
 LIMIT = 10.0  # CPU seconds per engine run; the slowest healthy programs take about 5
@@ -126,6 +128,14 @@ def edits_outside(before: str, after: str, finding_lines: set[int]) -> list[str]
     return bad
 
 
+def more_findings(before, after) -> list[str]:
+    """Rules that find more in the fixed text than in the original (an independent check of the
+    engine's matching of findings across a fix)."""
+    counts = collections.Counter(d.code for d in before)
+    counts.subtract(d.code for d in after)
+    return [f"{code}: {-n} more after fixing" for code, n in sorted(counts.items()) if n < 0]
+
+
 def format_changes(data: bytes, source, fixed: str) -> list[str]:
     try:
         out = encode(source, fixed)
@@ -156,6 +166,7 @@ def check(data: bytes) -> Outcome:
     if not outcome.compiles:
         return outcome
     outcome.failures += [(error_kind(message), message) for message in result.errors]
+    outcome.failures += [("new finding", message) for message in result.refused]
     if not result.changed:
         return outcome
     outcome.fixed = True
@@ -175,6 +186,7 @@ def check(data: bytes) -> Outcome:
         return outcome
     if again.changed or again.errors:
         outcome.failures.append(("non-idempotent", f"second run: errors {again.errors}, changed {again.changed}"))
+    outcome.failures += [("new finding", more) for more in more_findings(result.diagnostics, again.diagnostics)]
     finding_lines = {d.line - 1 for d in result.diagnostics}
     outcome.failures += [("edit outside snippets", bad) for bad in edits_outside(source.text, fixed, finding_lines)]
     return outcome

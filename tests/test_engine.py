@@ -26,8 +26,8 @@ class Forever(Rule):
     code, name, summary = "GF902", "test-never-converges", "appends forever"
 
     def check(self, ctx):
-        node = ctx.tree.body[-1]
-        yield self.diagnostic(ctx, node, "m", [Edit(len(ctx.source), len(ctx.source), "x = 1\n")])
+        # the finding stays where it was (the first statement): a finding that moves is not a new one
+        yield self.diagnostic(ctx, ctx.tree.body[0], "m", [Edit(len(ctx.source), len(ctx.source), "x = 1\n")])
 
 
 class Crashes(Rule):

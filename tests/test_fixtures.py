@@ -34,6 +34,7 @@ def test_before_is_fixed_to_after(case):
     lines = sorted((d.line, d.code) for d in result.diagnostics)
     assert lines == expected_markers(source), "diagnostic lines differ from the # expect: markers"
     assert strip_markers(fixed_text(result, source)) == case.after.read_text(encoding="utf-8")
+    assert result.remaining == [] and result.refused == [], "the rule's own finding is not gone"
 
 
 @pytest.mark.parametrize("case", AFTER, ids=_ids(AFTER))
@@ -71,8 +72,10 @@ def test_all_rules_together_converge(case):
     assert not result.errors, result.errors
     out = fixed_text(result, source)
     ast.parse(out)
+    assert result.remaining == [] and result.refused == [], "a finding is left after fixing with all rules"
     again = process_source(str(case.before), out.encode("utf-8"), Options(rules=all_rules(), fix=True, unsafe=True))
     assert not again.changed, "all rules together do not reach a fixpoint"
+    assert again.diagnostics == [], "a rule reports something on the fixed text"
 
 
 @pytest.mark.parametrize("case", BEFORE, ids=_ids(BEFORE))

@@ -69,5 +69,9 @@ def test_edits_only_inside_snippets_with_a_finding(outcomes):
     assert_no(outcomes, "edit outside snippets")
 
 
+def test_no_fix_brings_in_a_finding(outcomes):
+    assert_no(outcomes, "new finding")
+
+
 def test_encoding_bom_newlines_and_final_newline_kept(outcomes):
     assert_no(outcomes, "format changed")
