@@ -114,3 +114,14 @@ def test_retain_graph_keeps_saved_tensors_alive(runner: Runner) -> None:
     assert kept.retained_nodes == freed.retained_nodes  # same graph shape ...
     assert kept.retained_saved > 0 and freed.retained_saved == 0  # ... but only one holds its buffers
     assert compare_states(kept.state, freed.state) is None
+
+
+def test_each_program_imports_its_own_helper_module(tmp_path: Path) -> None:
+    """Two programs in two folders, each with its own ``helpers.py``: the second must not get the
+    first one's module from ``sys.modules`` (one worker runs many programs)."""
+    for value in (1, 2):
+        folder = tmp_path / f"p{value}"
+        folder.mkdir()
+        (folder / "helpers.py").write_text(f"VALUE = {value}\n")
+        (folder / "main.py").write_text("from helpers import VALUE\n\nseen = VALUE\n")
+    assert [run_program(tmp_path / f"p{v}" / "main.py").state["seen"] for v in (1, 2)] == [[1.0], [2.0]]
