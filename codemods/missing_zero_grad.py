@@ -82,6 +82,7 @@ GRADIENT_RESET = re.compile(
 )
 # framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
 HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
+MAX_HELPER_DEPTH = 2  # how deep the optimizer is followed through helpers that pass it on
 
 
 class MissingZeroGrad(Rule):
@@ -256,16 +257,21 @@ def _is_zero_grad_method(text: str, match: re.Match) -> bool:
     return match.group(0) == "zero_grad" and text[start - 1 : start] == "." and not text[end : end + 1].isalnum() and text[end : end + 1] != "_"
 
 
-def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: set[str]) -> bool:
-    """A called function of this project that resets gradients, or an unknown one that receives the
-    optimizer or one of its models."""
+def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: set[str], depth: int = 0) -> bool:
+    """A called function of this project that resets gradients, or passes the optimizer (or one
+    of its models) on to a call that may; or an unknown function that receives one of them."""
     name = dotted(call.func) or ""
     callee = resolved_callee(ctx, scope, call)
     if callee is None and HOOK_CALL.search(name):
         return True
     if callee is not None:
         callee_ctx = callee.ctx or ctx
-        return bool(GRADIENT_RESET.search(callee_ctx.text(callee.node)))
+        if GRADIENT_RESET.search(callee_ctx.text(callee.node)):
+            return True
+        inner = _parameters_receiving(callee, call, objects)
+        return depth < MAX_HELPER_DEPTH and bool(inner) and any(
+            _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in ast.walk(callee.node) if isinstance(node, ast.Call)
+        )
     body = _bound_lambda(ctx, call.func)
     if body is not None:  # judged by what it does, whatever its name
         return bool(GRADIENT_RESET.search(ctx.text(body)))
@@ -286,6 +292,14 @@ def _bound_lambda(ctx: FileContext, func: ast.expr) -> Optional[ast.Lambda]:
         if any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)
     ]
     return values[0] if len(values) == 1 and isinstance(values[0], ast.Lambda) else None
+
+
+def _parameters_receiving(callee: Scope, call: ast.Call, objects: set[str]) -> set[str]:
+    """The callee's parameters that ``call`` binds to one of ``objects``."""
+    args = callee.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args][1 if callee.self_name and "." in (dotted(call.func) or "") else 0:]
+    bound = {param for param, arg in zip(positional, call.args) if dotted(arg) in objects}
+    return bound | {k.arg for k in call.keywords if k.arg and dotted(k.value) in objects}
 
 
 def _is_attribute_of_class(scope: Scope, attr: str) -> bool:

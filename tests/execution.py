@@ -134,7 +134,8 @@ def _reset_torch(torch: types.ModuleType) -> None:
 
 @contextlib.contextmanager
 def _as_script(folder: Path) -> Iterator[None]:
-    """cwd and sys.path[0] as for ``python folder/NAME.py``; warning filters restored after."""
+    """cwd and sys.path[0] as for ``python folder/NAME.py``; warning filters restored after, and
+    the program's own modules forgotten, so the next program imports its own ``helpers``."""
     cwd, saved_path = os.getcwd(), sys.path[:]
     os.chdir(folder)
     sys.path.insert(0, str(folder))
@@ -144,6 +145,10 @@ def _as_script(folder: Path) -> Iterator[None]:
     finally:
         os.chdir(cwd)
         sys.path[:] = saved_path
+        inside = str(folder.resolve()) + os.sep
+        for name, module in list(sys.modules.items()):
+            if str(getattr(module, "__file__", None) or "").startswith(inside):
+                del sys.modules[name]
 
 
 def _program_frames(exc: BaseException, path: Path) -> str:

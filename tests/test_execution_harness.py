@@ -129,3 +129,14 @@ def test_backward_work_counts_saved_tensors_read(runner: Runner) -> None:
     assert into.error is None and stops.error is None
     assert compare_states(into.state, stops.state) is None  # same numbers: only the work tells them apart
     assert into.unpacked > stops.unpacked > 0
+
+
+def test_each_program_imports_its_own_helper_module(tmp_path: Path) -> None:
+    """Two programs in two folders, each with its own ``helpers.py``: the second must not get the
+    first one's module from ``sys.modules`` (one worker runs many programs)."""
+    for value in (1, 2):
+        folder = tmp_path / f"p{value}"
+        folder.mkdir()
+        (folder / "helpers.py").write_text(f"VALUE = {value}\n")
+        (folder / "main.py").write_text("from helpers import VALUE\n\nseen = VALUE\n")
+    assert [run_program(tmp_path / f"p{v}" / "main.py").state["seen"] for v in (1, 2)] == [[1.0], [2.0]]

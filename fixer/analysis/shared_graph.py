@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, Kind, facts
+from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_functions, own_return, reaching, root_names  # noqa: F401 (re-exported)
+from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import LOOPS, NESTED, Scope, scopes, under_no_grad
+from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
 from fixer.context import FileContext
 from fixer.rule import Edit
 
@@ -34,8 +35,6 @@ NON_SAVING = frozenset(
      "requires_grad_", "type_as", "squeeze_", "unsqueeze_"}
 )
 SAVING_OPERATORS = (ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.FloorDiv, ast.Mod)
-# grad-free ops (zero or no derivative): a value passing through them carries no usable graph
-ZERO_GRADIENT_METHODS = frozenset({"sign", "round", "floor", "ceil", "trunc", "bool", "long", "int"})
 MAX_HELPER_DEPTH = 2
 
 
@@ -47,14 +46,6 @@ class Origin:
     stmt: ast.AST  # the statement (of the scope asked about) that evaluates it
     saves: bool  # its own operations save tensors for backward (freed by the first backward)
     value: Optional[ast.AST] = field(default=None, compare=False, hash=False)  # the evaluated expression
-
-
-def reaching(graph: GraphFacts, name: str, at: ast.AST) -> list[tuple[ast.AST, Optional[ast.expr]]]:
-    """``graph.reaching`` that treats a name bound by ``with ... as name`` as unknown (no answer):
-    ``ast.withitem`` has no position, which GraphFacts.reaching needs."""
-    if any(not hasattr(stmt, "lineno") for stmt, _ in graph.assignments.get(name, [])):
-        return []
-    return graph.reaching(name, at)
 
 
 def graph_origins(ctx: FileContext, scope: Scope, expr: ast.expr, at: ast.AST) -> frozenset[Origin]:
@@ -144,7 +135,7 @@ class _Tracer:
         """The same-file function ``call`` runs, when it is a plain function called by name."""
         if self.depth >= MAX_HELPER_DEPTH or not isinstance(call.func, ast.Name):
             return None
-        return _functions(self.ctx).get(call.func.id)
+        return module_functions(self.ctx).get(call.func.id)
 
     def _helper_graph(self, value: ast.expr) -> bool:
         helper = self.helper(value) if isinstance(value, ast.Call) else None
@@ -203,47 +194,6 @@ def _evaluated(stmt: ast.AST, value: ast.expr) -> ast.expr:
     return value
 
 
-def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
-    """Sub-expressions of ``expr`` through which a graph flows: not under ``.detach()``, ``.item()``,
-    ``.data``, ``torch.no_grad()``, nor inside nested functions. Names are yielded but not entered."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, NESTED):
-            continue
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute) and (node.func.attr in DETACHING_METHODS or node.func.attr in ZERO_GRADIENT_METHODS):
-                continue
-            if isinstance(node.func, ast.Name) and node.func.id in PLAIN_BUILTINS - {"zip", "enumerate"}:
-                continue
-            yield node  # the callee is not data: follow the receiver of a method, not the function name
-            callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]
-            stack.extend(reversed([*callee, *node.args, *node.keywords]))
-            continue
-        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES:
-            continue
-        if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
-            if names:
-                yield node
-            continue
-        yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def _functions(ctx: FileContext) -> dict[str, Scope]:
-    """Module-level functions of the file by name (only names defined once)."""
-
-    def compute() -> dict[str, Scope]:
-        found: dict[str, list[Scope]] = {}
-        for scope in scopes(ctx):
-            if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.class_node is None:
-                if ctx.parent(scope.node) is ctx.tree:
-                    found.setdefault(scope.node.name, []).append(scope)
-        return {name: defs[0] for name, defs in found.items() if len(defs) == 1}
-
-    return ctx.memo("shared_graph_functions", compute)
-
-
 def _returned_origins(ctx: FileContext, helper: Scope, depth: int) -> tuple[set[str], bool, bool, bool]:
     """(parameters the return values derive from, whether they carry a graph of their own,
     whether that graph saves tensors, whether the elements of a returned tuple share a saving
@@ -256,11 +206,11 @@ def _returned_origins(ctx: FileContext, helper: Scope, depth: int) -> tuple[set[
         own_graph = saves = False
         elements_share = True
         for node in ast.walk(helper.node):
-            if not isinstance(node, ast.Return) or node.value is None or _nested_return(ctx, node, helper):
+            if not isinstance(node, ast.Return) or node.value is None or not own_return(ctx, node, helper):
                 continue
             if under_no_grad(ctx, node):
                 continue
-            names = _root_names(tracer, node.value, node)
+            names = root_names(ctx, tracer.facts, node.value, node)
             flowing |= names & params
             origins = tracer.origins(node.value, node, ())
             kind = tracer.facts.kind(node.value, node)
@@ -273,31 +223,6 @@ def _returned_origins(ctx: FileContext, helper: Scope, depth: int) -> tuple[set[
         return flowing, own_graph, saves, elements_share
 
     return ctx.memo(("shared_graph_returns", id(helper.node), depth), compute)
-
-
-def _nested_return(ctx: FileContext, node: ast.Return, helper: Scope) -> bool:
-    for parent in ctx.ancestors(node):
-        if parent is helper.node:
-            return False
-        if isinstance(parent, NESTED):
-            return True
-    return True
-
-
-def _root_names(tracer: _Tracer, expr: ast.expr, at: ast.AST, seen: Optional[set] = None) -> set[str]:
-    """Names (parameters included) that ``expr`` derives from through graph-carrying flow."""
-    seen = seen if seen is not None else set()
-    names: set[str] = set()
-    for node in flowing_nodes(tracer.ctx, expr):
-        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        if name is None or (name, id(at)) in seen:
-            continue
-        seen.add((name, id(at)))
-        names.add(name.split(".")[0])
-        for stmt, value in reaching(tracer.facts, name, at):
-            if value is not None:
-                names |= _root_names(tracer, value, stmt, seen)
-    return names
 
 
 # -- backward calls that follow each other -------------------------------------------------------

@@ -1,0 +1,137 @@
+"""Where a graph flows inside an expression.
+
+``flowing_nodes`` yields the sub-expressions a graph flows through: not under ``.detach()``,
+``.item()``, ``.data``, nor into nested functions. A call to a function the analysis can read
+(a module-level function of this file, or one imported from another file of the project) passes
+on only the arguments whose parameters its return values derive from: ``loss_of(fake)`` with
+``return D(fake.detach()).mean()`` carries nothing of ``fake``. Any other call passes on all of
+its arguments (we cannot see what it does with them)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, facts
+from fixer.analysis.names import dotted
+from fixer.analysis.project import imported_function
+from fixer.analysis.scopes import NESTED, Scope, scopes, under_no_grad
+from fixer.context import FileContext
+
+# grad-free ops (zero or no derivative): a value passing through them carries no usable graph
+ZERO_GRADIENT_METHODS = frozenset({"sign", "round", "floor", "ceil", "trunc", "bool", "long", "int"})
+
+
+def reaching(graph: GraphFacts, name: str, at: ast.AST) -> list[tuple[ast.AST, Optional[ast.expr]]]:
+    """``graph.reaching`` that treats a name bound by ``with ... as name`` as unknown (no answer):
+    ``ast.withitem`` has no position, which GraphFacts.reaching needs."""
+    if any(not hasattr(stmt, "lineno") for stmt, _ in graph.assignments.get(name, [])):
+        return []
+    return graph.reaching(name, at)
+
+
+def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
+    """Sub-expressions of ``expr`` through which a graph flows. Names are yielded but not entered."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, NESTED):
+            continue
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and (node.func.attr in DETACHING_METHODS or node.func.attr in ZERO_GRADIENT_METHODS):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id in PLAIN_BUILTINS - {"zip", "enumerate"}:
+                continue
+            yield node  # the callee is not data: follow the receiver of a method, not the function name
+            callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]
+            stack.extend(reversed([*callee, *_flowing_arguments(ctx, node)]))
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES:
+            continue
+        if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
+            if names:
+                yield node
+            continue
+        yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def module_functions(ctx: FileContext) -> dict[str, Scope]:
+    """Module-level functions of the file by name (only names defined once)."""
+
+    def compute() -> dict[str, Scope]:
+        found: dict[str, list[Scope]] = {}
+        for scope in scopes(ctx):
+            if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.class_node is None:
+                if ctx.parent(scope.node) is ctx.tree:
+                    found.setdefault(scope.node.name, []).append(scope)
+        return {name: defs[0] for name, defs in found.items() if len(defs) == 1}
+
+    return ctx.memo("shared_graph_functions", compute)
+
+
+def root_names(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST, seen: Optional[set] = None) -> set[str]:
+    """Names (parameters included) that ``expr`` derives from through graph-carrying flow."""
+    seen = seen if seen is not None else set()
+    names: set[str] = set()
+    for node in flowing_nodes(ctx, expr):
+        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name is None or (name, id(at)) in seen:
+            continue
+        seen.add((name, id(at)))
+        names.add(name.split(".")[0])
+        for stmt, value in reaching(graph, name, at):
+            if value is not None:
+                names |= root_names(ctx, graph, value, stmt, seen)
+    return names
+
+
+def _flowing_arguments(ctx: FileContext, call: ast.Call) -> list[ast.AST]:
+    def compute() -> list[ast.AST]:
+        everything = [*call.args, *call.keywords]
+        helper = _readable_function(ctx, call)
+        if helper is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return everything
+        params = flowing_parameters(helper.ctx or ctx, helper)
+        if params is None:
+            return everything
+        positional = [a.arg for a in helper.node.args.posonlyargs + helper.node.args.args]
+        kept = [a for i, a in enumerate(call.args) if i >= len(positional) or positional[i] in params]
+        return kept + [k for k in call.keywords if k.arg in params]
+
+    return ctx.memo(("flowing_arguments", id(call)), compute)
+
+
+def _readable_function(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
+    if not isinstance(call.func, ast.Name):
+        return None
+    helper = module_functions(ctx).get(call.func.id) or imported_function(ctx, call.func)
+    if helper is None or helper.node.args.vararg or helper.node.args.kwarg:
+        return None
+    return helper
+
+
+def flowing_parameters(ctx: FileContext, helper: Scope) -> Optional[frozenset[str]]:
+    """The parameters a function's returned values derive from through graph-carrying flow; None
+    while it is being computed (a recursive call: every argument flows)."""
+    key = ("flowing_parameters", id(helper.node))
+    if key not in ctx.cache:
+        ctx.cache[key] = None
+        graph = facts(ctx, helper)
+        args = helper.node.args
+        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        found: set[str] = set()
+        for node in ast.walk(helper.node):
+            if isinstance(node, ast.Return) and node.value is not None and own_return(ctx, node, helper) and not under_no_grad(ctx, node):
+                found |= root_names(ctx, graph, node.value, node) & params
+        ctx.cache[key] = frozenset(found)
+    return ctx.cache[key]
+
+
+def own_return(ctx: FileContext, node: ast.Return, helper: Scope) -> bool:
+    for parent in ctx.ancestors(node):
+        if parent is helper.node:
+            return True
+        if isinstance(parent, NESTED):
+            return False
+    return False
