@@ -265,6 +265,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args and args[0] in ("--version", "-V"):
         typer.echo(f"graphfix {__version__}")
         return
+    if args and args[0] == "run":  # runs the user's program: not a typer command (its ARGS are the program's)
+        from fixer.runtime.command import main as run_main
+
+        raise SystemExit(run_main(args[1:]))
     if not args or (args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help")):
         args.insert(0, "check")
     try:
