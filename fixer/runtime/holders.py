@@ -10,7 +10,8 @@ import inspect
 import sys
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from types import CodeType
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
@@ -22,20 +23,24 @@ DEPTH = 4  # attribute/item steps below a visible name
 @dataclass(frozen=True)
 class Holder:
     name: str
-    on_module: bool  # the last attribute on the way belongs to an nn.Module
+    on_module: bool  # an nn.Module's attribute is on the way
+    code: Optional[CodeType] = None  # the function whose local (or module whose global) is the name's root
 
 
-def _visible() -> Iterator[tuple[str, Any]]:
-    """(name, value) of the locals and globals of the user frames on the current stack."""
-    seen_globals: set[int] = set()
-    frame = sys._getframe(1)
+def _visible() -> Iterator[tuple[str, Any, CodeType]]:
+    """(name, value, code) of the locals and globals of the user frames on the current stack;
+    a global's code is the outermost frame seen with those globals (the module, when it runs)."""
+    frames, frame = [], sys._getframe(1)
     while frame is not None:
         if is_user_code(frame.f_code):
-            yield from frame.f_locals.items()
-            if id(frame.f_globals) not in seen_globals:
-                seen_globals.add(id(frame.f_globals))
-                yield from frame.f_globals.items()
+            frames.append(frame)
         frame = frame.f_back
+    module_code = {id(f.f_globals): f.f_code for f in frames}  # the outermost wins
+    for f in frames:
+        yield from ((k, v, f.f_code) for k, v in f.f_locals.items())
+    for key, code in module_code.items():
+        f = next(f for f in frames if id(f.f_globals) == key)
+        yield from ((k, v, code) for k, v in f.f_globals.items())
 
 
 def _skipped(value: Any) -> bool:
@@ -58,23 +63,23 @@ def _children(value: Any) -> Iterator[tuple[str, Any, bool]]:
         yield from ((f".{k}", v, False) for k, v in vars(value).items() if not k.startswith("__"))
 
 
-def reachable() -> Iterator[tuple[str, bool, Any]]:
-    """(path, through a module attribute, value), breadth-first, each object once."""
+def reachable() -> Iterator[tuple[Holder, Any]]:
+    """(holder, value), breadth-first, each object once (by its shortest path)."""
     seen: dict[int, Any] = {}
-    queue = deque((name, False, value, 0) for name, value in _visible() if not name.startswith("__"))
+    queue = deque((name, False, code, value, 0) for name, value, code in _visible() if not name.startswith("__"))
     while queue:
-        path, on_module, value, depth = queue.popleft()
+        path, on_module, code, value, depth = queue.popleft()
         if _skipped(value) or id(value) in seen:
             continue
         seen[id(value)] = value
-        yield path, on_module, value
+        yield Holder(path, on_module, code if "." not in path else None), value
         if depth < DEPTH:
-            queue.extend((path + suffix, on_module or flag, child, depth + 1) for suffix, child, flag in _children(value))
+            queue.extend((path + suffix, on_module or flag, code, child, depth + 1) for suffix, child, flag in _children(value))
 
 
 def holders(wanted: Callable[[torch.Tensor], bool]) -> list[Holder]:
-    return [Holder(path, on_module) for path, on_module, value in reachable() if isinstance(value, torch.Tensor) and wanted(value)]
+    return [holder for holder, value in reachable() if isinstance(value, torch.Tensor) and wanted(value)]
 
 
 def optimizers() -> list[Any]:
-    return [value for _, _, value in reachable() if isinstance(value, torch.optim.Optimizer)]
+    return [value for _, value in reachable() if isinstance(value, torch.optim.Optimizer)]

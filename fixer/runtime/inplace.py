@@ -5,12 +5,14 @@ that still needed the old value (after a retained backward kept the graph alive)
 
 from __future__ import annotations
 
-import gc
+import re
 from typing import Any, Optional
 
 import torch
 
 from fixer.runtime import graphwalk
+from fixer.runtime.freed import classify, locate
+from fixer.runtime.holders import reachable
 from fixer.runtime.recorder import Call, Recorder
 from fixer.runtime.report import Finding, Piece
 
@@ -18,35 +20,28 @@ NEAR = 3  # how far below the stale node a saved parameter is looked for (weight
 
 
 def diagnose(recorder: Recorder, failing: Call, error: str) -> Optional[Finding]:
-    roots = [t.grad_fn for ref in failing.roots if (t := ref()) is not None and t.grad_fn is not None]
-    path = graphwalk.path_to(roots, lambda node, _: graphwalk.is_stale(node))
-    if not path:
+    located = locate(recorder, failing, graphwalk.is_stale, freeing_calls=False)
+    if located is None:
         return None
+    path, kept = located
+    cause = classify(recorder, failing, path, kept, "graph kept by")
     stale = graphwalk.effective_record(path, len(path) - 1)
-    if stale is None:
+    if cause is None or stale is None:
         return None
-    iteration = lambda position: recorder.iteration_of(position) + 1  # noqa: E731
-    built = Piece.at("saved by", stale.stack, iteration(stale.position))
+    saved = Piece.at("saved by", stale.stack, recorder.iteration_of(stale.position) + 1)
     failed = Piece.at("needed by", failing.stack, failing.iteration + 1)
-    retained = next((c for c in reversed(recorder.calls) if c.kind != "step" and not c.frees and stale.position < c.position < failing.position), None)
-    kept = Piece.at("graph kept by", retained.stack, retained.iteration + 1) if retained else None
-    for param in _parameters_near(path[-1]):
+    for param in _by_shape(_parameters_near(path[-1]), error):
         step = _step_after(recorder, param, stale.position)
-        if step is None:
-            continue
-        changed = Piece.at("changed by", step.stack, step.iteration + 1)
-        message = (
-            f"parameter `{_name(param)}` {tuple(param.shape)} saved here for backward was changed in place by "
-            f"the optimizer step at line {changed.line} before the backward at line {failed.line} used it"
-        )
-        return Finding.at(_code(kept), message, built, error, [built, kept, changed, failed])
-    message = f"a tensor saved here for backward was modified in place before the backward at line {failed.line} used it"
-    return Finding.at(_code(kept), message, built, error, [built, kept, failed])
-
-
-def _code(kept: Optional[Piece]) -> str:
-    """A retained graph walked again after a step: the repeated backward's rule (GF106)."""
-    return "GF106" if kept else "GF202"
+        if step is not None:
+            changed = Piece.at("changed by", step.stack, step.iteration + 1)
+            message = (
+                f"parameter `{_name(param)}` {tuple(param.shape)}, saved at line {saved.line} for a graph kept by "
+                f"retain_graph=True (line {cause.evidence_line('graph kept by')}), was changed in place by the optimizer step at line "
+                f"{changed.line} before the backward at line {failed.line} used it"
+            )
+            return Finding.at(cause.code, message, cause.where, error, [*cause.evidence, saved, changed])
+    message = f"a tensor saved at line {saved.line} was modified in place before the backward at line {failed.line} used it"
+    return Finding.at(cause.code, message, cause.where, error, [*cause.evidence, saved])
 
 
 def _parameters_near(node: Any) -> list:
@@ -65,6 +60,13 @@ def _parameters_near(node: Any) -> list:
     return found
 
 
+def _by_shape(params: list, error: str) -> list:
+    """The parameters whose shape (or its transpose) is the one the error names come first."""
+    match = re.search(r"\[torch\.\w+ \[([\d, ]*)\]\]", error)
+    shape = tuple(int(n) for n in match.group(1).split(",") if n.strip()) if match else None
+    return sorted(params, key=lambda p: tuple(p.shape) not in (shape, shape[::-1] if shape else None))
+
+
 def _step_after(recorder: Recorder, param: torch.Tensor, position: int) -> Optional[Call]:
     entry = recorder.stepped.get(id(param))
     if entry is None or entry[0]() is not param:
@@ -73,11 +75,5 @@ def _step_after(recorder: Recorder, param: torch.Tensor, position: int) -> Optio
 
 
 def _name(param: torch.Tensor) -> str:
-    """``Model.layer.weight`` from the outermost module that owns the parameter."""
-    best = ""
-    for obj in gc.get_objects():
-        if isinstance(obj, torch.nn.Module):
-            for name, p in obj.named_parameters():
-                if p is param and (not best or name.count(".") > best.count(".")):
-                    best = f"{type(obj).__name__}.{name}"
-    return best or f"tensor {tuple(param.shape)}"
+    """The shortest name the program reaches the parameter by (``model.2.weight``)."""
+    return next((holder.name for holder, value in reachable() if value is param), f"tensor {tuple(param.shape)}")

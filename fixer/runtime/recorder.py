@@ -33,6 +33,7 @@ class Call:
     position: int  # nodes recorded before the call
     iteration: int  # 0-based
     roots: tuple = ()  # weak references to the tensors backpropagated
+    root_records: tuple = ()  # the records of their grad_fn at the call (a graph, not a tensor object)
     frees: bool = False  # the call frees the graph it walks (no retain_graph)
     optimizer: Optional[weakref.ref] = None
 
@@ -111,8 +112,9 @@ class Recorder:
         if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
             return run()
         tensors = (roots,) if isinstance(roots, torch.Tensor) else tuple(roots or ())
-        refs = tuple(weakref.ref(t) for t in tensors if isinstance(t, torch.Tensor))
-        call = self.record_call(kind, caller_stack(2), roots=refs, frees=frees)
+        tensors = tuple(t for t in tensors if isinstance(t, torch.Tensor))
+        records = tuple(r for t in tensors if t.grad_fn is not None and (r := t.grad_fn.metadata.get(KEY)) is not None)
+        call = self.record_call(kind, caller_stack(2), roots=tuple(map(weakref.ref, tensors)), root_records=records, frees=frees)
         self._depth += 1
         try:
             return run()

@@ -68,11 +68,11 @@ def source_line(code: CodeType, line: int) -> str:
     return linecache.getline(code.co_filename, line).strip()
 
 
-def divergence(first: Stack, second: Stack) -> int:
-    """Index (innermost-first) of the outermost frame where two stacks part: the level at
-    which a reader sees both places, e.g. ``fake = G(z)`` and ``D(fake)`` in one loop."""
+def divergence(first: Stack, second: Stack) -> tuple[int, int]:
+    """Indexes (innermost-first) into each stack of the outermost frame where they part: the
+    level at which a reader sees both places, e.g. ``fake = G(z)`` and ``D(fake)`` in one loop."""
     a, b = first[::-1], second[::-1]
     level = 0
     while level < min(len(a), len(b)) - 1 and a[level] == b[level]:
         level += 1
-    return len(second) - 1 - level
+    return max(len(first) - 1 - level, 0), max(len(second) - 1 - level, 0)
