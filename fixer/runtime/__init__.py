@@ -27,7 +27,7 @@ def require_torch() -> None:
 def watch(max_steps: Optional[int] = None, stream: Optional[TextIO] = None) -> Iterator["Session"]:  # noqa: F821
     """Sanitize the autograd calls made inside the block; findings are printed to ``stream``
     (stderr) when the block ends and kept in ``session.findings``. An error the block raises
-    still propagates, with the diagnosis attached as a note."""
+    still propagates; ``max_steps`` ends the block quietly after that many optimizer steps."""
     require_torch()
     from fixer.runtime.recorder import StopRun
     from fixer.runtime.report import text_lines
@@ -39,10 +39,7 @@ def watch(max_steps: Optional[int] = None, stream: Optional[TextIO] = None) -> I
             yield session
     except StopRun:
         pass
-    except BaseException as exc:
-        if session.findings and hasattr(exc, "add_note"):
-            exc.add_note("\n".join(["graphfix:"] + text_lines(session.findings)))
-        raise
     finally:
+        # printed here rather than attached to the error: a notebook shows both streams
         for line in text_lines(session.findings):
             print(line, file=stream or sys.stderr)

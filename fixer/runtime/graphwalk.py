@@ -70,10 +70,6 @@ def path_to(roots: Iterable[Any], wanted) -> Optional[list[Any]]:
     return None
 
 
-def reaches(root: Any, target: Any) -> bool:
-    return any(node is target for node, _ in walk([root]))
-
-
 def consumers(roots: Iterable[Any], target: Any) -> list[Any]:
     """Nodes reachable from the roots that take ``target``'s output as an input."""
     return [node for node, _ in walk(roots) if any(child is target for child, _ in node.next_functions)]

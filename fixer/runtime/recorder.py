@@ -55,7 +55,7 @@ class _Mode(TorchFunctionMode):
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        out = func(*args, **kwargs) if kwargs else func(*args)
         if isinstance(out, torch.Tensor):
             node = out.grad_fn
             if node is not None:
@@ -80,6 +80,7 @@ class Recorder:
     _current: set = field(default_factory=set)
     _last_call_position: int = 0
     _depth: int = 0
+    _mode_on: bool = False
     _undo: list = field(default_factory=list)
 
     # --- recording --------------------------------------------------------------------------
@@ -115,6 +116,7 @@ class Recorder:
         tensors = tuple(t for t in tensors if isinstance(t, torch.Tensor))
         records = tuple(r for t in tensors if t.grad_fn is not None and (r := t.grad_fn.metadata.get(KEY)) is not None)
         call = self.record_call(kind, caller_stack(2), roots=tuple(map(weakref.ref, tensors)), root_records=records, frees=frees)
+        self._watching(True)  # a step that raised never ran its post hook
         self._depth += 1
         try:
             return run()
@@ -128,8 +130,15 @@ class Recorder:
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.record_call("step", caller_stack(2), optimizer=weakref.ref(optimizer))
+        self._watching(False)  # a step builds no graph: its many small ops need no recording
+
+    def _watching(self, on: bool) -> None:
+        if on != self._mode_on:
+            self._mode.__enter__() if on else self._mode.__exit__(None, None, None)
+            self._mode_on = on
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._watching(True)
         call = self.calls[-1] if self.calls and self.calls[-1].kind == "step" else None
         for group in optimizer.param_groups:
             for param in group["params"]:
@@ -171,11 +180,11 @@ class Recorder:
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
         ]
-        self._mode = _Mode(self)
-        self._mode.__enter__()
+        self._mode, self._mode_on = _Mode(self), False
+        self._watching(True)
 
     def stop(self) -> None:
-        self._mode.__exit__(None, None, None)
+        self._watching(False)
         for handle in self._handles:
             handle.remove()
         for owner, name, value in reversed(self._undo):
