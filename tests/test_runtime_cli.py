@@ -38,6 +38,11 @@ def test_missing_script_is_graphfix_error(tmp_path: Path) -> None:
     assert "nope.py: no such file" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_missing_module_is_graphfix_error(tmp_path: Path) -> None:
+    result = graphfix_run("-m", "no_such_module_here", cwd=tmp_path)
+    assert result.returncode == 123 and "no module named 'no_such_module_here'" in result.stderr
+
+
 def test_torch_missing_says_so(monkeypatch, capsys) -> None:
     from fixer.runtime.command import main
 
@@ -163,3 +168,30 @@ def test_cuda_program_is_diagnosed(tmp_path: Path) -> None:
 def test_seed_programs_are_diagnosed_where_static_graphfix_reports(name: str, code: str, line: int) -> None:
     result = sanitize(str(EXAMPLES / f"{name}.py"))
     assert result.exit_code == 1 and result.findings[0][:2] == (code, line), result.findings
+
+
+def test_a_torch_function_mode_of_the_programs_own_is_left_working(tmp_path: Path) -> None:
+    path = program(tmp_path, """\
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+        class Counting(TorchFunctionMode):
+            calls = 0
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                Counting.calls += 1
+                return func(*args, **(kwargs or {}))
+
+        w = torch.ones(3, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        with Counting():
+            for _ in range(2):
+                opt.zero_grad()
+                (w * 2).sum().backward()
+                opt.step()
+        assert Counting.calls > 0 and torch.overrides._get_current_function_mode() is not None
+        hidden = (w * w).exp()
+        for _ in range(2):
+            hidden.sum().backward()
+    """)
+    result = sanitize(str(path))
+    assert [f[:2] for f in result.findings] == [("GF102", 18)], result.output

@@ -49,7 +49,23 @@ def main(argv: list[str]) -> int:
     except TorchMissing as exc:
         print(f"graphfix run: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    if options.module is not None and not _module_exists(options.module):
+        print(f"graphfix run: error: no module named {options.module!r}", file=sys.stderr)
+        return EXIT_ERROR
     return _run(options)
+
+
+def _module_exists(name: str) -> bool:
+    """As ``python -m`` looks it up (from the current folder); a parent package is imported."""
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.remove(os.getcwd())
 
 
 def _run(options: argparse.Namespace) -> int:
@@ -59,9 +75,6 @@ def _run(options: argparse.Namespace) -> int:
     module = options.module is not None
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
     outcome = execute(target, args, module, options.max_steps)
-    if outcome.missing_module:
-        print(f"graphfix run: error: no module named {target!r}", file=sys.stderr)
-        return EXIT_ERROR
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
     sys.stdout.flush()

@@ -52,8 +52,10 @@ def diagnose(recorder: Recorder, failing: Call, error: str) -> Optional[Finding]
 
 
 def roots_of(call: Call) -> list:
-    """The graphs the call walked, where still reachable: a loss tensor later changed in place
-    (``total += loss``) has a new ``grad_fn`` and no longer leads there."""
+    """The graphs the call walked, where still reachable: the nodes kept for recent freeing
+    calls, else the losses' ``grad_fn`` (unless changed in place since, ``total += loss``)."""
+    if call.root_nodes:
+        return list(call.root_nodes)
     records = set(map(id, call.root_records))
     return [t.grad_fn for t in (ref() for ref in call.roots) if t is not None and id(graphwalk.record(t.grad_fn)) in records]
 
@@ -102,11 +104,13 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
             )
             return Cause("GF102", built, message, [built, freed_by, failed])
         where = _first_backward(freeing, failing)
+        shared_record = graphwalk.effective_record(path, len(path) - 1)
+        shared = Piece.at("shared part built", shared_record.stack, it(shared_record.position), divergence(shared_record.stack, failing.stack)[0])
         message = (
             f"this backward frees the graph shared with the loss backpropagated at line {failed.line} "
-            f"(shared part built at line {built.line}): backpropagate their sum once"
+            f"(shared part built at line {shared.line}): backpropagate their sum once"
         )
-        return Cause("GF105", where, message, [built, where, failed])
+        return Cause("GF105", where, message, [shared, where, failed])
     use_record = graphwalk.effective_record(path, index - 1)
     used = Piece.at("used again", use_record.stack, it(use_record.position), divergence(use_record.stack, failing.stack)[0])
     evidence = [built, freed_by, used, failed]
@@ -212,10 +216,18 @@ def _two_players(recorder: Recorder, crossed: Any, crossed_record: NodeRecord, f
 
 
 def _first_use(freeing: Call, crossed: Any, crossed_record: NodeRecord) -> Optional[NodeRecord]:
-    """The record of the node that fed the crossed value into the freeing backward's graph."""
-    uses = [graphwalk.record(n) for n in graphwalk.consumers(roots_of(freeing), crossed)]
-    uses = [r for r in uses if r is not None and crossed_record.position <= r.position < freeing.position]
-    return min(uses, key=lambda r: r.position) if uses else None
+    """Where the crossed value entered the other network in the freeing backward's graph: the
+    earliest node above it that uses a parameter its own graph does not (``D(cat([a, fake]))``
+    enters at ``D``, not at ``cat``); else the earliest node that consumed it."""
+    own = {id(t) for t in graphwalk.leaves(crossed)}
+    above = graphwalk.ancestors(roots_of(freeing), crossed)
+    entering = [n for n in above if any(hasattr(c, "variable") and id(c.variable) not in own for c, _ in n.next_functions)]
+    consuming = [n for n in above if any(c is crossed for c, _ in n.next_functions)]
+    for nodes in (entering, consuming):
+        records = [r for r in map(graphwalk.record, nodes) if r is not None and crossed_record.position <= r.position < freeing.position]
+        if records:
+            return min(records, key=lambda r: r.position)
+    return None
 
 
 def _holders(wanted) -> list[Holder]:

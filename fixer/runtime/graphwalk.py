@@ -70,9 +70,25 @@ def path_to(roots: Iterable[Any], wanted) -> Optional[list[Any]]:
     return None
 
 
-def consumers(roots: Iterable[Any], target: Any) -> list[Any]:
-    """Nodes reachable from the roots that take ``target``'s output as an input."""
-    return [node for node, _ in walk(roots) if any(child is target for child, _ in node.next_functions)]
+def ancestors(roots: Iterable[Any], target: Any) -> list[Any]:
+    """Nodes reachable from the roots through which ``target`` is reached (``target`` excluded),
+    decided children first by an iterative depth-first walk."""
+    reaching: dict[int, bool] = {id(target): True}
+    held: list[Any] = []  # keeps every visited node alive, so ids stay unique
+    for root in (r for r in roots if r is not None):
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                reaching[id(node)] = any(child is not None and reaching.get(id(child), False) for child, _ in node.next_functions)
+                continue
+            if id(node) in reaching:
+                continue
+            reaching[id(node)] = False  # on the way: a DAG has no cycle back to it
+            held.append(node)
+            stack.append((node, True))
+            stack.extend((child, False) for child, _ in node.next_functions if child is not None and id(child) not in reaching)
+    return [node for node in held if reaching[id(node)] and node is not target]
 
 
 def leaves(node: Any) -> list[Any]:

@@ -21,7 +21,6 @@ class Outcome:
     exit_code: int  # the program's own: 0, its sys.exit(n), 1 for an uncaught exception
     steps: int
     stopped: bool = False  # --max-steps ended the run
-    missing_module: bool = False
     failures: list[str] = field(default_factory=list)  # our own diagnosis crashes
 
 
@@ -31,7 +30,7 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
     stderr = stderr or sys.stderr
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     session = Session(max_steps)
-    code, stopped, missing = 0, False, False
+    code, stopped = 0, False
     try:
         if module:
             sys.argv = [target, *args]
@@ -48,16 +47,11 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
         stopped = True
     except SystemExit as exc:
         code = _exit_code(exc.code, stderr)
-    except ImportError as exc:
-        if module and exc.name == target.split(".")[0] and not session.recorder.calls:
-            missing = True
-        else:
-            code = _program_error(exc, session, stderr)
     except BaseException as exc:  # the program's own error, reported as Python would
         code = _program_error(exc, session, stderr)
     finally:
         sys.argv[:], sys.path[:] = saved_argv, saved_path
-    return Outcome(session.findings, code, session.steps, stopped, missing, session.failures)
+    return Outcome(session.findings, code, session.steps, stopped, session.failures)
 
 
 def _exit_code(code: object, stderr: TextIO) -> int:

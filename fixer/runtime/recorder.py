@@ -23,7 +23,8 @@ from torch.overrides import TorchFunctionMode
 from fixer.runtime.sites import Stack, caller_stack, user_stack
 
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
-KEEP_FIRST, KEEP_LAST = 64, 4096  # calls kept: the first ones (before-the-loop graphs) and recent
+KEEP_FIRST, KEEP_LAST = 64, 4096
+HELD = 16  # freeing backward calls whose graph structure is kept to compare with a failing one  # calls kept: the first ones (before-the-loop graphs) and recent
 
 
 @dataclass(eq=False)
@@ -34,6 +35,7 @@ class Call:
     iteration: int  # 0-based
     roots: tuple = ()  # weak references to the tensors backpropagated
     root_records: tuple = ()  # the records of their grad_fn at the call (a graph, not a tensor object)
+    root_nodes: tuple = ()  # those grad_fn, held for the last HELD freeing calls (their saved tensors are gone)
     frees: bool = False  # the call frees the graph it walks (no retain_graph)
     optimizer: Optional[weakref.ref] = None
 
@@ -82,6 +84,7 @@ class Recorder:
     _depth: int = 0
     _mode_on: bool = False
     _undo: list = field(default_factory=list)
+    _held: list = field(default_factory=list)
 
     # --- recording --------------------------------------------------------------------------
 
@@ -117,6 +120,11 @@ class Recorder:
         records = tuple(r for t in tensors if t.grad_fn is not None and (r := t.grad_fn.metadata.get(KEY)) is not None)
         call = self.record_call(kind, caller_stack(2), roots=tuple(map(weakref.ref, tensors)), root_records=records, frees=frees)
         self._watching(True)  # a step that raised never ran its post hook
+        if frees:  # after this call the graph holds no saved tensors: keeping its nodes costs little
+            call.root_nodes = tuple(t.grad_fn for t in tensors if t.grad_fn is not None)
+            self._held.append(call)
+            if len(self._held) > HELD:
+                self._held.pop(0).root_nodes = ()
         self._depth += 1
         try:
             return run()
@@ -133,9 +141,14 @@ class Recorder:
         self._watching(False)  # a step builds no graph: its many small ops need no recording
 
     def _watching(self, on: bool) -> None:
-        if on != self._mode_on:
-            self._mode.__enter__() if on else self._mode.__exit__(None, None, None)
-            self._mode_on = on
+        """Push or pop our mode; a mode the program pushed on top of ours stays untouched (ours
+        then stays on through the step: slower, never wrong)."""
+        if on == self._mode_on:
+            return
+        if not on and torch.overrides._get_current_function_mode() is not self._mode:
+            return
+        self._mode.__enter__() if on else self._mode.__exit__(None, None, None)
+        self._mode_on = on
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._watching(True)
@@ -184,7 +197,9 @@ class Recorder:
         self._watching(True)
 
     def stop(self) -> None:
-        self._watching(False)
+        if self._mode_on:
+            self._mode.__exit__(None, None, None)  # the program's own modes were popped by its own exits
+            self._mode_on = False
         for handle in self._handles:
             handle.remove()
         for owner, name, value in reversed(self._undo):
