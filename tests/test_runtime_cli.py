@@ -195,3 +195,12 @@ def test_a_torch_function_mode_of_the_programs_own_is_left_working(tmp_path: Pat
     """)
     result = sanitize(str(path))
     assert [f[:2] for f in result.findings] == [("GF102", 18)], result.output
+
+
+def test_diff_shows_the_static_rules_fix_where_it_reports_the_same_line(capsys) -> None:
+    from fixer.runtime.command import main
+
+    assert main(["--diff", str(EXAMPLES / "seed002_reused_subgraph.py")]) == 1
+    out = capsys.readouterr().out
+    assert "seed002_reused_subgraph.py:14:1: GF102" in out
+    assert "--- a/" in out and "+++ b/" in out and "-projected = transform @ offset" in out.replace("  # built once, outside the loop", "")

@@ -1,4 +1,4 @@
-"""``graphfix run [--max-steps N] [--output-format text|json] (SCRIPT | -m MODULE) [ARGS...]``.
+"""``graphfix run [--max-steps N] [--output-format text|json] [--diff] (SCRIPT | -m MODULE) [ARGS...]``.
 
 The program runs in this interpreter, as ``python SCRIPT ARGS...`` would run it (``__main__``,
 ``sys.argv``, ``sys.path[0]``), with the sanitizer on. Exit codes: 1 when a finding was reported;
@@ -23,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-steps", type=int, default=None, metavar="N", help="stop cleanly after N optimizer steps")
     parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    parser.add_argument("--diff", action="store_true", help="also print the static rule's fix, where it reports the same line")
     parser.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] (or, with -m, the module's ARGS)")
     return parser
@@ -55,6 +56,24 @@ def main(argv: list[str]) -> int:
     return _run(options)
 
 
+def _print_diffs(findings: list) -> None:
+    from fixer.diff import display_path
+    from fixer.runtime.static_fix import static_diff
+
+    shown: set[str] = set()
+    for finding in findings:
+        diff = None if finding.filename in shown else static_diff(finding)
+        if diff:
+            shown.add(finding.filename)
+            sys.stdout.write(diff)
+        elif finding.filename not in shown:
+            print(
+                f"graphfix run: {display_path(finding.filename)}:{finding.line}: no static fix for {finding.code} here; "
+                "change the code as the finding says",
+                file=sys.stderr,
+            )
+
+
 def _module_exists(name: str) -> bool:
     """As ``python -m`` looks it up (from the current folder); a parent package is imported."""
     import importlib.util
@@ -83,6 +102,8 @@ def _run(options: argparse.Namespace) -> int:
     else:
         for line in text_lines(outcome.findings):
             print(line)
+    if options.diff:
+        _print_diffs(outcome.findings)
     for failure in outcome.failures:
         print(f"graphfix run: internal error while diagnosing: {failure}", file=sys.stderr)
     return EXIT_FINDINGS if outcome.findings else outcome.exit_code

@@ -13,6 +13,7 @@ from typing import Optional, TextIO
 from fixer.runtime.recorder import StopRun
 from fixer.runtime.report import Finding
 from fixer.runtime.session import Session
+from fixer.runtime.sites import stop_at
 
 
 @dataclass
@@ -52,6 +53,9 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
     finally:
         sys.argv[:], sys.path[:] = saved_argv, saved_path
     return Outcome(session.findings, code, session.steps, stopped, session.failures)
+
+
+stop_at(execute.__code__)  # the stack walks of every recorded op end here
 
 
 def _exit_code(code: object, stderr: TextIO) -> int:

@@ -18,6 +18,11 @@ USER_FRAMES = 6  # user frames kept per stack: enough to tell a helper's callers
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _library_dirs: tuple[str, ...] = ()
 _is_library: dict[CodeType, bool] = {}
+_outermost: set[CodeType] = set()  # frames above which nothing is the user's (graphfix run's launcher)
+
+
+def stop_at(code: CodeType) -> None:
+    _outermost.add(code)
 
 
 def add_library_dir(path: str) -> None:
@@ -46,9 +51,11 @@ def is_user_code(code: CodeType) -> bool:
 def user_stack(frame: Optional[FrameType]) -> Stack:
     """The user frames from ``frame`` outward, innermost first (at most USER_FRAMES)."""
     found = []
-    library = _is_library
+    library, outermost = _is_library, _outermost
     while frame is not None:
         code = frame.f_code
+        if code in outermost:
+            break
         lib = library.get(code)
         if lib is None:
             lib = library[code] = _library(code.co_filename)
