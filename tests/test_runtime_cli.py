@@ -204,3 +204,18 @@ def test_diff_shows_the_static_rules_fix_where_it_reports_the_same_line(capsys) 
     out = capsys.readouterr().out
     assert "seed002_reused_subgraph.py:14:1: GF102" in out
     assert "--- a/" in out and "+++ b/" in out and "-projected = transform @ offset" in out.replace("  # built once, outside the loop", "")
+
+
+def test_a_session_leaves_torch_as_it_found_it() -> None:
+    from fixer.runtime.session import Session
+
+    before = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch.optim.Optimizer.zero_grad)
+    w = torch.ones(2, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    with Session():
+        opt.zero_grad()
+        (w * 2).sum().backward()
+        opt.step()
+    after = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch.optim.Optimizer.zero_grad)
+    assert after == before and torch.overrides._get_current_function_mode() is None
+    assert torch.allclose(w, torch.full((2,), 0.8))  # the step ran on the real gradient

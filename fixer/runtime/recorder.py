@@ -186,7 +186,21 @@ class Recorder:
             frees = not (create if retain is None else retain)
             return self.around_backward("grad", outputs, frees, lambda: autograd_grad(outputs, *args, **kwargs))
 
-        for owner, name, value in ((torch.Tensor, "backward", backward), (torch.autograd, "backward", functional_backward), (torch.autograd, "grad", grad)):
+        optimizer_zero_grad = torch.optim.Optimizer.zero_grad
+
+        def zero_grad(self_, *args, **kwargs):  # builds no graph: its attribute writes run unrecorded
+            was_on = self._mode_on
+            self._watching(False)
+            try:
+                return optimizer_zero_grad(self_, *args, **kwargs)
+            finally:
+                self._watching(was_on)
+
+        patches = (
+            (torch.Tensor, "backward", backward), (torch.autograd, "backward", functional_backward),
+            (torch.autograd, "grad", grad), (torch.optim.Optimizer, "zero_grad", zero_grad),
+        )
+        for owner, name, value in patches:
             self._undo.append((owner, name, getattr(owner, name)))
             setattr(owner, name, value)
         self._handles = [
