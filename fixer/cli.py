@@ -299,6 +299,7 @@ def _describe_other_commands() -> None:
     """`graphfix --help` is the default command's help, ending with the other commands."""
     others = [c for c in app.registered_commands if c.name != "check"]
     listed = " ".join(f"graphfix {c.name}: {(c.callback.__doc__ or '').strip().splitlines()[0]}" for c in others)
+    listed += " graphfix run SCRIPT [ARGS...]: run a training program under the autograd sanitizer."
     for command in app.registered_commands:
         if command.name == "check":
             command.epilog = f"Other commands (each has --help): {listed}"
@@ -309,6 +310,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args and args[0] in ("--version", "-V"):
         typer.echo(f"graphfix {__version__}")
         return
+    if args and args[0] == "run":  # runs the user's program: not a typer command (its ARGS are the program's)
+        from fixer.runtime.command import main as run_main
+
+        raise SystemExit(run_main(args[1:]))
     if args and args[0] in ("-h", "--help"):
         _describe_other_commands()
     if not args or args[0] not in {command.name for command in app.registered_commands}:

@@ -1,0 +1,109 @@
+"""``graphfix run [--max-steps N] [--output-format text|json] [--diff] (SCRIPT | -m MODULE) [ARGS...]``.
+
+The program runs in this interpreter, as ``python SCRIPT ARGS...`` would run it (``__main__``,
+``sys.argv``, ``sys.path[0]``), with the sanitizer on. Exit codes: 1 when a finding was reported;
+otherwise the program's own (0, its ``sys.exit(n)``, 1 for an uncaught exception, whose
+traceback is printed as Python prints it); 0 when ``--max-steps`` stopped it; 123 when graphfix
+itself cannot run it (no such script or module, torch missing, bad options)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from fixer.runtime import TorchMissing, require_torch
+
+EXIT_FINDINGS, EXIT_ERROR = 1, 123
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="graphfix run",
+        description="Run a PyTorch program with the autograd sanitizer on; report graph-lifetime bugs as they happen.",
+    )
+    parser.add_argument("--max-steps", type=int, default=None, metavar="N", help="stop cleanly after N optimizer steps")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    parser.add_argument("--diff", action="store_true", help="also print the static rule's fix, where it reports the same line")
+    parser.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module, as python -m")
+    parser.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] (or, with -m, the module's ARGS)")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = _parser()
+    try:
+        options = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error
+        return 0 if exc.code in (0, None) else EXIT_ERROR
+    if options.module is None and not options.target:
+        parser.print_usage(sys.stderr)
+        print("graphfix run: error: give a SCRIPT or -m MODULE", file=sys.stderr)
+        return EXIT_ERROR
+    if options.max_steps is not None and options.max_steps < 1:
+        print("graphfix run: error: --max-steps must be 1 or more", file=sys.stderr)
+        return EXIT_ERROR
+    if options.module is None and not os.path.isfile(options.target[0]):
+        print(f"graphfix run: error: {options.target[0]}: no such file", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        require_torch()
+    except TorchMissing as exc:
+        print(f"graphfix run: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if options.module is not None and not _module_exists(options.module):
+        print(f"graphfix run: error: no module named {options.module!r}", file=sys.stderr)
+        return EXIT_ERROR
+    return _run(options)
+
+
+def _print_diffs(findings: list) -> None:
+    from fixer.diff import display_path
+    from fixer.runtime.static_fix import static_diff
+
+    shown: set[str] = set()
+    for finding in findings:
+        diff = None if finding.filename in shown else static_diff(finding)
+        if diff:
+            shown.add(finding.filename)
+            sys.stdout.write(diff)
+        elif finding.filename not in shown:
+            print(
+                f"graphfix run: {display_path(finding.filename)}:{finding.line}: no static fix for {finding.code} here; "
+                "change the code as the finding says",
+                file=sys.stderr,
+            )
+
+
+def _module_exists(name: str) -> bool:
+    """As ``python -m`` looks it up (from the current folder); a parent package is imported."""
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.remove(os.getcwd())
+
+
+def _run(options: argparse.Namespace) -> int:
+    from fixer.runtime.launcher import execute
+    from fixer.runtime.report import as_json, text_lines
+
+    module = options.module is not None
+    target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
+    outcome = execute(target, args, module, options.max_steps)
+    if outcome.stopped:
+        print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
+    sys.stdout.flush()
+    if options.output_format == "json":
+        print(as_json(outcome.findings))
+    else:
+        for line in text_lines(outcome.findings):
+            print(line)
+    if options.diff:
+        _print_diffs(outcome.findings)
+    for failure in outcome.failures:
+        print(f"graphfix run: internal error while diagnosing: {failure}", file=sys.stderr)
+    return EXIT_FINDINGS if outcome.findings else outcome.exit_code

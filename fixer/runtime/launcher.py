@@ -1,0 +1,84 @@
+"""Running the user's program as ``python SCRIPT ARGS...`` (or ``python -m MODULE``) would, in
+this interpreter, with the sanitizer on; the outcome is the findings and the exit code."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Optional, TextIO
+
+from fixer.runtime.recorder import StopRun
+from fixer.runtime.report import Finding
+from fixer.runtime.session import Session
+from fixer.runtime.sites import stop_at
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]
+    exit_code: int  # the program's own: 0, its sys.exit(n), 1 for an uncaught exception
+    steps: int
+    stopped: bool = False  # --max-steps ended the run
+    failures: list[str] = field(default_factory=list)  # our own diagnosis crashes
+
+
+def execute(target: str, args: list[str], module: bool = False, max_steps: Optional[int] = None, stderr: Optional[TextIO] = None) -> Outcome:
+    """Run the script at ``target`` (or the module named ``target``); ``sys.argv``, ``sys.path``
+    and ``__main__`` are restored afterwards."""
+    stderr = stderr or sys.stderr
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    session = Session(max_steps)
+    code, stopped = 0, False
+    try:
+        if module:
+            sys.argv = [target, *args]
+            sys.path.insert(0, os.getcwd())
+        else:
+            sys.argv = [target, *args]
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        with session:
+            if module:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(os.path.abspath(target), run_name="__main__")
+    except StopRun:
+        stopped = True
+    except SystemExit as exc:
+        code = _exit_code(exc.code, stderr)
+    except BaseException as exc:  # the program's own error, reported as Python would
+        code = _program_error(exc, session, stderr)
+    finally:
+        sys.argv[:], sys.path[:] = saved_argv, saved_path
+    return Outcome(session.findings, code, session.steps, stopped, session.failures)
+
+
+stop_at(execute.__code__)  # the stack walks of every recorded op end here
+
+
+def _exit_code(code: object, stderr: TextIO) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=stderr)  # sys.exit("message") prints it and exits 1, as Python does
+    return 1
+
+
+def _program_error(exc: BaseException, session: Session, stderr: TextIO) -> int:
+    """The program's traceback without graphfix's frames; one line when a finding explains it."""
+    if session.findings:
+        print(f"graphfix run: the program stopped on {type(exc).__name__}: the diagnosis follows", file=stderr)
+        return 1
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _ours(f.filename)]
+    print("Traceback (most recent call last):", file=stderr)
+    print("".join(traceback.format_list(frames)), end="", file=stderr)
+    print("".join(traceback.format_exception_only(type(exc), exc)), end="", file=stderr)
+    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def _ours(filename: str) -> bool:
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.abspath(filename).startswith(here + os.sep) or "runpy" in filename

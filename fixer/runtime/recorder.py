@@ -1,0 +1,221 @@
+"""Recording while the program runs: where each autograd node was built, and the calls that
+mark the training loop (backward, autograd.grad, optimizer steps).
+
+A ``TorchFunctionMode`` sees every torch call from Python; a result with a new ``grad_fn`` gets
+``(position, user stack)`` in the node's own ``metadata`` dict, so the record lives and dies
+with the node. ``position`` counts recorded nodes: comparing it with a call's position tells
+whether a node was built before or after that call. Iterations are found without knowing the
+loop: a backward or step call whose site already ran in the current iteration starts the next.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sys
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+import torch.optim.optimizer as optimizer_hooks
+from torch.overrides import TorchFunctionMode
+
+from fixer.runtime.sites import Stack, caller_stack, user_stack
+
+KEY = "graphfix"  # the key of our record in grad_fn.metadata
+KEEP_FIRST, KEEP_LAST = 64, 4096
+HELD = 16  # freeing backward calls whose graph structure is kept to compare with a failing one  # calls kept: the first ones (before-the-loop graphs) and recent
+
+
+@dataclass(eq=False)
+class Call:
+    kind: str  # "backward", "grad" or "step"
+    stack: Stack
+    position: int  # nodes recorded before the call
+    iteration: int  # 0-based
+    roots: tuple = ()  # weak references to the tensors backpropagated
+    root_records: tuple = ()  # the records of their grad_fn at the call (a graph, not a tensor object)
+    root_nodes: tuple = ()  # those grad_fn, held for the last HELD freeing calls (their saved tensors are gone)
+    frees: bool = False  # the call frees the graph it walks (no retain_graph)
+    optimizer: Optional[weakref.ref] = None
+
+
+@dataclass(eq=False)
+class NodeRecord:
+    position: int
+    stack: Stack
+
+
+class StopRun(BaseException):
+    """Raised out of ``optimizer.step()`` once ``--max-steps`` steps ran: not an ``Exception``,
+    so the program's own ``except Exception`` does not swallow it."""
+
+
+class _Mode(TorchFunctionMode):
+    def __init__(self, recorder: "Recorder") -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if isinstance(out, torch.Tensor):
+            node = out.grad_fn
+            if node is not None:
+                self.recorder.tag(node)
+        elif isinstance(out, (tuple, list)):
+            for item in out:
+                if isinstance(item, torch.Tensor) and item.grad_fn is not None:
+                    self.recorder.tag(item.grad_fn)
+        return out
+
+
+@dataclass(eq=False)
+class Recorder:
+    max_steps: Optional[int] = None
+    on_error: Optional[Callable[[RuntimeError, Call], None]] = None
+    position: int = 0
+    steps: int = 0
+    calls: list = field(default_factory=list)
+    iteration_starts: list = field(default_factory=list)  # positions where iterations 1, 2, ... begin
+    last_seen: dict = field(default_factory=dict)  # stack -> position of the newest node built there
+    stepped: dict = field(default_factory=dict)  # id(param) -> (weakref(param), [step calls])
+    _current: set = field(default_factory=set)
+    _last_call_position: int = 0
+    _depth: int = 0
+    _mode_on: bool = False
+    _undo: list = field(default_factory=list)
+    _held: list = field(default_factory=list)
+
+    # --- recording --------------------------------------------------------------------------
+
+    def tag(self, node: Any) -> None:
+        meta = node.metadata
+        if KEY not in meta:
+            stack = user_stack(sys._getframe(2))
+            meta[KEY] = NodeRecord(self.position, stack)
+            self.last_seen[stack] = self.position
+            self.position += 1
+
+    def record_call(self, kind: str, stack: Stack, **extra: Any) -> Call:
+        key = (kind, stack)
+        if key in self._current:  # this site already ran in this iteration: a new one begins
+            self.iteration_starts.append(self._last_call_position)
+            self._current = set()
+        self._current.add(key)
+        self._last_call_position = self.position
+        call = Call(kind, stack, self.position, len(self.iteration_starts), **extra)
+        self.calls.append(call)
+        if len(self.calls) > KEEP_FIRST + 2 * KEEP_LAST:
+            del self.calls[KEEP_FIRST : len(self.calls) - KEEP_LAST]
+        return call
+
+    def iteration_of(self, position: int) -> int:
+        return bisect.bisect_right(self.iteration_starts, position)
+
+    def around_backward(self, kind: str, roots: Any, frees: bool, run: Callable[[], Any]) -> Any:
+        if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
+            return run()
+        tensors = (roots,) if isinstance(roots, torch.Tensor) else tuple(roots or ())
+        tensors = tuple(t for t in tensors if isinstance(t, torch.Tensor))
+        records = tuple(r for t in tensors if t.grad_fn is not None and (r := t.grad_fn.metadata.get(KEY)) is not None)
+        call = self.record_call(kind, caller_stack(2), roots=tuple(map(weakref.ref, tensors)), root_records=records, frees=frees)
+        self._watching(True)  # a step that raised never ran its post hook
+        if frees:  # after this call the graph holds no saved tensors: keeping its nodes costs little
+            call.root_nodes = tuple(t.grad_fn for t in tensors if t.grad_fn is not None)
+            self._held.append(call)
+            if len(self._held) > HELD:
+                self._held.pop(0).root_nodes = ()
+        self._depth += 1
+        try:
+            return run()
+        except RuntimeError as exc:
+            if self.on_error is not None and not getattr(exc, "_graphfix_seen", False):
+                exc._graphfix_seen = True
+                self.on_error(exc, call)
+            raise
+        finally:
+            self._depth -= 1
+
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.record_call("step", caller_stack(2), optimizer=weakref.ref(optimizer))
+        self._watching(False)  # a step builds no graph: its many small ops need no recording
+
+    def _watching(self, on: bool) -> None:
+        """Push or pop our mode; a mode the program pushed on top of ours stays untouched (ours
+        then stays on through the step: slower, never wrong)."""
+        if on == self._mode_on:
+            return
+        if not on and torch.overrides._get_current_function_mode() is not self._mode:
+            return
+        self._mode.__enter__() if on else self._mode.__exit__(None, None, None)
+        self._mode_on = on
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._watching(True)
+        call = self.calls[-1] if self.calls and self.calls[-1].kind == "step" else None
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if param.grad is not None and call is not None:
+                    entry = self.stepped.setdefault(id(param), (weakref.ref(param), []))
+                    entry[1].append(call)
+                    del entry[1][:-4]
+        self.steps += 1
+        if self.max_steps is not None and self.steps >= self.max_steps:
+            raise StopRun(self.steps)
+
+    # --- installing -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        tensor_backward, autograd_backward, autograd_grad = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
+
+        def backward(self_, *args, **kwargs):
+            retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
+            create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
+            frees = not (create if retain is None else retain)
+            return self.around_backward("backward", self_, frees, lambda: tensor_backward(self_, *args, **kwargs))
+
+        def functional_backward(tensors, *args, **kwargs):
+            retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
+            create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
+            frees = not (create if retain is None else retain)
+            return self.around_backward("backward", tensors, frees, lambda: autograd_backward(tensors, *args, **kwargs))
+
+        def grad(outputs, *args, **kwargs):
+            retain = kwargs.get("retain_graph", args[2] if len(args) > 2 else None)
+            create = kwargs.get("create_graph", args[3] if len(args) > 3 else False)
+            frees = not (create if retain is None else retain)
+            return self.around_backward("grad", outputs, frees, lambda: autograd_grad(outputs, *args, **kwargs))
+
+        optimizer_zero_grad = torch.optim.Optimizer.zero_grad
+
+        def zero_grad(self_, *args, **kwargs):  # builds no graph: its attribute writes run unrecorded
+            was_on = self._mode_on
+            self._watching(False)
+            try:
+                return optimizer_zero_grad(self_, *args, **kwargs)
+            finally:
+                self._watching(was_on)
+
+        patches = (
+            (torch.Tensor, "backward", backward), (torch.autograd, "backward", functional_backward),
+            (torch.autograd, "grad", grad), (torch.optim.Optimizer, "zero_grad", zero_grad),
+        )
+        for owner, name, value in patches:
+            self._undo.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, value)
+        self._handles = [
+            optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
+            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+        ]
+        self._mode, self._mode_on = _Mode(self), False
+        self._watching(True)
+
+    def stop(self) -> None:
+        if self._mode_on:
+            self._mode.__exit__(None, None, None)  # the program's own modes were popped by its own exits
+            self._mode_on = False
+        for handle in self._handles:
+            handle.remove()
+        for owner, name, value in reversed(self._undo):
+            setattr(owner, name, value)
+        self._undo.clear()

@@ -1,0 +1,70 @@
+"""Run programs under ``graphfix run``'s sanitizer in worker processes that import torch once.
+
+Each program runs as ``graphfix run PROGRAM`` would (``fixer.runtime.launcher.execute``), from
+its own folder, seeds reset, output captured; the result is plain data for the tests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import multiprocessing
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+
+@dataclass(frozen=True)
+class Sanitized:
+    path: str
+    exit_code: int
+    findings: tuple  # (code, line, ((role, line), ...)) per finding
+    failures: tuple  # graphfix's own diagnosis crashes
+    output: str
+    steps: int = 0
+    stopped: bool = False
+
+
+def _init() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def sanitize(path: str, args: tuple = (), max_steps: Optional[int] = None) -> Sanitized:
+    import torch
+
+    from fixer.runtime.launcher import execute
+
+    path = str(Path(path).resolve())
+    torch.manual_seed(0)
+    random.seed(0)
+    buffer, cwd = io.StringIO(), os.getcwd()
+    os.chdir(os.path.dirname(path))
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            outcome = execute(path, list(args), max_steps=max_steps, stderr=buffer)
+    finally:
+        os.chdir(cwd)
+    findings = tuple((f.code, f.line, tuple((p.role, p.line) for p in f.evidence)) for f in outcome.findings)
+    return Sanitized(path, outcome.exit_code, findings, tuple(outcome.failures), buffer.getvalue()[-3000:], outcome.steps, outcome.stopped)
+
+
+class Pool:
+    def __init__(self, workers: int = min(2, os.cpu_count() or 1)) -> None:
+        self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init)
+        self._jobs: dict = {}
+
+    def submit(self, paths: Iterable) -> None:
+        for path in paths:
+            if str(path) not in self._jobs:
+                self._jobs[str(path)] = self._pool.apply_async(sanitize, (str(path),))
+
+    def run(self, path, timeout: float = 120.0) -> Sanitized:
+        self.submit([path])
+        return self._jobs[str(path)].get(timeout)
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()
