@@ -266,7 +266,7 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
         return True
     if callee is not None:
         callee_ctx = callee.ctx or ctx
-        if GRADIENT_RESET.search(callee_ctx.text(callee.node)):
+        if GRADIENT_RESET.search(callee_ctx.text(callee.node)) or _rebuilds_on_receiver(callee, call, objects):
             return True
         inner = _parameters_receiving(callee, call, objects)
         return depth < MAX_HELPER_DEPTH and bool(inner) and any(
@@ -280,6 +280,21 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
     arguments = list(call.args) + [k.value for k in call.keywords]
     via_scaler = isinstance(call.func, ast.Attribute) and call.func.attr in ("step", "unscale_") and is_scaler(ctx, call.func.value)
     return any(dotted(arg) in objects for arg in arguments) and not via_scaler
+
+
+def _rebuilds_on_receiver(callee: Scope, call: ast.Call, objects: set[str]) -> bool:
+    """A method that assigns a fresh optimizer or model to one of ``objects`` through ``self``
+    (``trainer.step()`` doing ``self.optimizer = SGD(...)``): each call starts without gradients."""
+    receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    if not callee.self_name or not receiver:
+        return False
+    prefix = callee.self_name + "."
+    return any(
+        isinstance(node, ast.Assign) and any(
+            (name := dotted(t)) and name.startswith(prefix) and receiver + name[len(callee.self_name):] in objects for t in node.targets
+        )
+        for node in ast.walk(callee.node)
+    )
 
 
 def _bound_lambda(ctx: FileContext, func: ast.expr) -> Optional[ast.Lambda]:

@@ -16,8 +16,10 @@ import re
 from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls, training_functions
-from fixer.analysis.carried_flow import Feeding, always_runs, end_position, position
+from fixer.analysis.carried_flow import SIMPLE, Feeding, always_runs, end_position, position, statement_effect
+from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function, imported_definition_matches, imported_step_names
@@ -108,25 +110,50 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     stmt = ctx.statement_of(backward.node)
     feeding = Feeding(ctx, callee.node.body, backward.target, stmt)
     nodes = [n for n in scope_nodes(callee) if hasattr(n, "lineno") and position(n) <= end_position(stmt)]
+    flowing = _graph_flow(ctx, nodes, backward.target, stmt)
     fed = set()
     for name in _parameters(callee):
-        if name in feeding.live and _flows_unchanged(ctx, nodes, name, feeding):
+        if name in feeding.live and name in flowing and _flows_unchanged(ctx, callee, nodes, name, feeding):
             fed.add(name)
     return frozenset(fed)
 
 
-def _flows_unchanged(ctx: FileContext, nodes: list[ast.AST], name: str, feeding: Feeding) -> bool:
-    """The parameter's first use feeds the loss before any rebinding, and no use detaches it."""
+def _graph_flow(ctx: FileContext, nodes: list[ast.AST], target: ast.expr, backward_stmt: ast.stmt) -> set[str]:
+    """Names whose graph flows into ``target`` through the statements before the backward: as
+    ``Feeding``, but only through positions a graph passes (``flowing_nodes``: not under
+    ``.detach()``, nor through arguments a readable helper does not return from)."""
+    def names(expr: ast.expr) -> set[str]:
+        return {n for node in flowing_nodes(ctx, expr) if isinstance(node, (ast.Name, ast.Attribute)) and (n := dotted(node))}
+
+    live = names(target)
+    statements = [n for n in nodes if isinstance(n, SIMPLE) and n is not backward_stmt]
+    for _ in range(2):  # a second sweep for values that flow around an inner loop
+        for stmt in reversed(statements):
+            defined, values = statement_effect(stmt)
+            if defined & live:
+                for value in values:
+                    live |= names(value)
+    return live
+
+
+def _flows_unchanged(ctx: FileContext, callee: Scope, nodes: list[ast.AST], name: str, feeding: Feeding) -> bool:
+    """The parameter's first use feeds the loss before any rebinding, and no use cuts it: a
+    detaching method on it, or a rebinding of it to a value with no graph computed from it
+    (``state = tuple(h.detach() for h in state)``, ``h = repackage_hidden(h)``)."""
     loads = sorted((n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)), key=position)
     stores = [ctx.statement_of(n) for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
     if not loads or any(end_position(s) <= position(loads[0]) for s in stores) or not feeding.reaches(loads[0]):
         return False
+    graph = facts(ctx, callee)
     for load in loads:
         parent = ctx.parent(load)
         if isinstance(parent, ast.Attribute) and parent.attr in CUT_METHODS:
             return False
-        if isinstance(parent, ast.Call) and load in parent.args and "detach" in (ast.unparse(parent.func) or ""):
-            return False
+        stmt = ctx.statement_of(load)
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and value is not None and name in statement_effect(stmt)[0]:
+            if graph.kind(value, stmt) == Kind.NONE:
+                return False  # the parameter is rebound to what it computes without a graph: a cut
     return True
 
 
