@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
-from fixer.analysis.project import imports_matching
+from fixer.analysis.project import STEP_CALL, imports_matching
 from fixer.fixcheck import Key, Matcher
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
@@ -191,7 +191,7 @@ def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> l
         key = (rule.applies_to.__func__, rule.prefilter.pattern)
         if key not in answers:
             answers[key] = rule.applies_to(data) or (
-                rule.prefilter is BACKWARD_CALL and (b"for" in data or b"while" in data) and imports_matching(path, data, BACKWARD_CALL)
+                rule.prefilter is BACKWARD_CALL and (b"for" in data or b"while" in data) and imports_matching(path, data, STEP_CALL)
             )
         if answers[key]:
             chosen.append(rule)

@@ -19,6 +19,9 @@ from fixer.context import FileContext
 from fixer.source import SourceError, decode, read_bytes
 
 MAX_BYTES = 1_000_000
+# a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
+# is never one): the text a step function's definition must hold
+STEP_CALL = re.compile(rb"\.backward\s*\(|autograd\.backward\b|manual_backward")
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
 _loaded: dict[str, Optional[FileContext]] = {}
 
@@ -89,8 +92,6 @@ def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.P
 def imported_step_names(ctx: FileContext) -> set[str]:
     """Local names of imports whose definition (a function or class of a project file) or module
     (``import steps``) mentions a backward call, judged from text alone."""
-    from fixer.rule import BACKWARD_CALL
-
     def compute() -> set[str]:
         found: set[str] = set()
         if ctx.path in ("-", "<stdin>"):
@@ -103,11 +104,11 @@ def imported_step_names(ctx: FileContext) -> set[str]:
                     continue  # the torch API, never a project's step function (as in graph.py)
                 if isinstance(node, ast.ImportFrom):
                     path = _module_file(ctx.path, node.module, node.level)
-                    if path and _file_matches(path, BACKWARD_CALL) and _definition_matches(path, alias.name, BACKWARD_CALL):
+                    if path and _file_matches(path, STEP_CALL) and _definition_matches(path, alias.name, STEP_CALL):
                         found.add(local)
                 else:
                     path = _module_file(ctx.path, alias.name, 0)
-                    if path and _file_matches(path, BACKWARD_CALL):
+                    if path and _file_matches(path, STEP_CALL):
                         found.add(local)
         return found
 
@@ -258,14 +259,14 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
     package count (never an installed package)."""
     if path in ("-", "<stdin>") or b"import" not in data:
         return False
+    folder = os.path.dirname(os.path.abspath(path))
     for match in IMPORT_LINE.finditer(data):
+        raw_dots, raw_module, _, _, raw_plain, _ = match.groups()
+        package = not raw_plain and raw_dots and not raw_module  # ``from . import steps``: the package's modules
+        if not package and not _imports_step_module(folder, raw_dots or b"", raw_plain or raw_module or b"", pattern):
+            continue  # cheap, cached per folder and module: most imported modules never backpropagate
         dots, module, grouped, listed, plain, alias = (g.decode("ascii", "replace") if g else "" for g in match.groups())
-        if not dots and (plain or module).split(".")[0] == "torch":
-            continue  # the torch API, never a project's step function (as in graph.py)
         target = _module_file(path, plain or module or None, 0 if plain else len(dots))
-        package = not plain and dots and not module  # ``from . import steps``: modules of the package
-        if not package and not (target and _file_matches(target, pattern)):
-            continue  # cheap: most imported modules never backpropagate
         if plain:  # ``import steps [as s]`` ... ``s.train_step(...)``
             local = re.escape(alias or plain).encode()
             called = {m.decode() for m in re.findall(rb"\b" + local + rb"\.(\w+)\s*\(", data)}
@@ -289,14 +290,26 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
     return False
 
 
-DEFINITION = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+@functools.lru_cache(maxsize=65536)
+def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.Pattern[bytes]") -> bool:
+    """The module an import line of a file in ``folder`` names is a project file whose text
+    matches ``pattern`` (never torch's own modules: the torch API, as in graph.py)."""
+    name = module.decode("ascii", "replace")
+    if not dots and name.split(".")[0] == "torch":
+        return False
+    target = _module_in_folder(folder, name or None, len(dots))
+    return bool(target) and _file_matches(target, pattern)
+
+
+DEFINITION = re.compile(rb"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
 TOP_LEVEL = re.compile(rb"^[^\s#]", re.MULTILINE)
 _definitions: dict[tuple[str, bytes], dict[str, bool]] = {}
 
 
 def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]") -> bool:
-    """The text of the top-level ``def name`` / ``class name`` of the module matches ``pattern``
-    (one scan per module: each top-level definition's answer is kept, not the text)."""
+    """The text of the top-level function ``def name`` of the module matches ``pattern`` (one scan
+    per module: each function's answer is kept, not the text). A class's methods run only through
+    instances, which a text test cannot follow: a class never matches."""
     key = (path, pattern.pattern)
     if key not in _definitions:
         data, found = _read(path), {}
@@ -304,7 +317,7 @@ def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]") -> b
             line_end = data.find(b"\n", match.end())
             end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
             body = data[match.start() : end.start() if end else len(data)]
-            found[match.group(1).decode("ascii", "replace")] = pattern.search(body) is not None
+            found[match.group(2).decode("ascii", "replace")] = match.group(1) == b"def" and pattern.search(body) is not None
         _definitions[key] = found
     return _definitions[key].get(name, False)
 

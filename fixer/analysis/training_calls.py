@@ -22,10 +22,9 @@ from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function, imported_definition_matches, imported_step_names
+from fixer.analysis.project import STEP_CALL, called_function, imported_definition_matches, imported_step_names
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
 from fixer.context import FileContext
-from fixer.rule import BACKWARD_CALL
 
 CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
 
@@ -44,7 +43,7 @@ def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
             if not isinstance(node, ast.Call) or backward_call(ctx, node) is not None:
                 continue  # ``self.manual_backward(loss)`` is a backward call already
             name = dotted(node.func) or ""
-            if name.rsplit(".", 1)[-1] in local or name.partition(".")[0] in imported and imported_definition_matches(ctx, node.func, BACKWARD_CALL):
+            if name.rsplit(".", 1)[-1] in local or name.partition(".")[0] in imported and imported_definition_matches(ctx, node.func, STEP_CALL):
                 candidates.append(node)
         if len(candidates) < 2:  # one call matters only once per pass of a loop around it
             candidates = [c for c in candidates if enclosing_loops(ctx, ctx.statement_of(c), scope)]
