@@ -30,6 +30,7 @@ class Options:
     write: bool = False  # write fixed text back (--fix on files)
     verbose: bool = False
     max_file_size: int = 8 * 1024 * 1024  # bytes; ast needs ~100-200x a file's size in memory
+    root: Optional[str] = None  # the project (repository) the file belongs to: imports never resolve outside it
 
 
 @dataclass
@@ -45,6 +46,7 @@ class FileResult:
     parsed: bool = False
     written: bool = False  # --fix: this run replaced the file on disk
     cells: list[tuple[int, str, str]] = field(default_factory=list)  # notebooks: (cell, before, after) changed
+    seconds: float = 0.0  # time spent on this file (set by the runner)
 
     @property
     def changed(self) -> bool:
@@ -55,13 +57,15 @@ class RuleCrash(Exception):
     pass
 
 
-def run_rules(path: str, text: str, rules: Sequence[type[Rule]], newline: str, verbose: bool) -> tuple[list[Diagnostic], list[str]]:
+def run_rules(
+    path: str, text: str, rules: Sequence[type[Rule]], newline: str, verbose: bool, root: Optional[str] = None
+) -> tuple[list[Diagnostic], list[str]]:
     """All diagnostics of ``rules`` on ``text`` (minus suppressed ones) and any rule crashes.
     Raises SyntaxError if ``text`` does not parse."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
-    ctx = FileContext(path, text, tree, newline)
+    ctx = FileContext(path, text, tree, newline, root)
     suppressions = suppressions_of(ctx)
     found: list[Diagnostic] = []
     crashes: list[str] = []
@@ -102,7 +106,7 @@ def fix_text(
         except ValueError as exc:  # a rule's fix with edits that collide: never guess an order
             return text, diagnostics, [f"fix by {codes} is inconsistent ({exc}); file left unchanged"]
         try:
-            remaining, crashes = run_rules(path, new, rules, newline, options.verbose)
+            remaining, crashes = run_rules(path, new, rules, newline, options.verbose, options.root)
         except SyntaxError as exc:
             return text, diagnostics, [f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged"]
         if crashes:
@@ -175,7 +179,7 @@ def _process_python(
     text = source.text
     padded = text + source.newline if text and not text.endswith(("\n", "\r")) else text
     try:
-        diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose)
+        diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose, options.root)
     except SyntaxError as exc:
         result.errors.append(f"cannot parse: {exc.msg} ({where(exc.lineno or 1)})")
         return result

@@ -80,3 +80,30 @@ def test_unresolvable_import_stays_unknown(tmp_path):
 def test_import_cycle_terminates(tmp_path):
     train = _project(tmp_path, "from-module", "from train import update\n" + MODEL)
     assert _codes(train) == ["GF105"]
+
+
+def _two_repositories(tmp_path: Path) -> Path:
+    """repos/repoA/train.py imports ``repoB.models``: found through the packages above repoA,
+    but repoB is another project."""
+    for package in ("repos", "repos/repoA", "repos/repoB"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "repos/repoB/models.py").write_text(MODEL)
+    train = tmp_path / "repos/repoA/train.py"
+    train.write_text(TRAIN.replace("{import_line}", "from repoB.models import ActorCritic").replace("{construct}", "ActorCritic()"))
+    return train
+
+
+def test_imports_never_resolve_outside_the_project(tmp_path):
+    train = _two_repositories(tmp_path)
+    assert _codes(train) == ["GF105"]  # no project known: resolved through the packages, as before
+    bounded = process_file(str(train), Options(rules=tuple(all_rules()), root=str(tmp_path / "repos/repoA")))
+    assert [d.code for d in bounded.diagnostics] == []  # a batch run names the repository
+    whole = process_file(str(train), Options(rules=tuple(all_rules()), root=str(tmp_path / "repos")))
+    assert [d.code for d in whole.diagnostics] == ["GF105"]  # one project holding both: resolved
+
+
+def test_imports_never_resolve_outside_the_git_repository(tmp_path):
+    train = _two_repositories(tmp_path)
+    (tmp_path / "repos/repoA/.git").mkdir()
+    assert _codes(train) == []

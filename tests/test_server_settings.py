@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from fixer.registry import all_rules
+from fixer.registry import all_rules, select_rules
 from fixer.server.settings import EditorSettings, editor_settings, options_for
+
+GF3 = {r.code for r in all_rules() if r.code.startswith("GF3") and r.default}
 
 
 def test_the_shapes_editors_send_settings_in():
@@ -29,9 +31,17 @@ def test_the_editor_wins_over_pyproject_and_what_it_leaves_unset_comes_from_ther
     (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nselect = ["GF3"]\nunsafe-fixes = true\n')
     path = tmp_path / "pkg" / "train.py"
     options, problems = options_for(path, EditorSettings())
-    assert {r.code for r in options.rules} == {"GF301", "GF302"} and options.unsafe and not problems
+    assert {r.code for r in options.rules} == GF3 and options.unsafe and not problems
     options, problems = options_for(path, EditorSettings(select=("GF301", "GF999"), unsafe_fixes=False))
     assert [r.code for r in options.rules] == ["GF301"] and not options.unsafe
     assert problems == ["unknown rule selector(s): GF999 (see `graphfix rules`); left out"]
     options, _ = options_for(None, EditorSettings())  # a buffer not on disk: the defaults
-    assert options.rules == all_rules() and not options.unsafe
+    assert options.rules == tuple(select_rules([], [])) and not options.unsafe
+
+
+def test_per_file_ignores_apply_in_the_editor_too(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nselect = ["GF3"]\n[tool.graphfix.per-file-ignores]\n"tests/*" = ["GF301"]\n')
+    options, problems = options_for(tmp_path / "tests" / "test_train.py", EditorSettings())
+    assert {r.code for r in options.rules} == GF3 - {"GF301"} and not problems
+    options, _ = options_for(tmp_path / "train.py", EditorSettings())
+    assert {r.code for r in options.rules} == GF3

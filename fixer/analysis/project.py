@@ -2,7 +2,8 @@
 compute_loss`` (or ``from .losses import ...``, ``import losses``) resolves to ``losses.py`` beside
 the file or in its package, which is parsed once per process; a package's ``__init__.py`` that
 imports the name from a module of its own is followed. Anything that cannot be found or parsed is
-unknown."""
+unknown. Nothing resolves outside the file's project: the run's repository (``FileContext.root``)
+or else the nearest folder above the file holding ``.git``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from fixer.source import SourceError, decode, read_bytes
 MAX_BYTES = 1_000_000
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
 _loaded: dict[str, Optional[FileContext]] = {}
+_repositories: dict[str, Optional[str]] = {}  # folder -> the repository root above it (None: none)
 
 
 def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bool = True) -> Optional[Scope]:
@@ -58,16 +60,16 @@ def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
         if isinstance(node, ast.ImportFrom) and not rest:
             for alias in node.names:
                 if (alias.asname or alias.name) == head:
-                    return _function_in(ctx.path, node.module, node.level, alias.name)
+                    return _function_in(ctx, node.module, node.level, alias.name)
         elif isinstance(node, ast.Import) and rest and "." not in rest:
             for alias in node.names:
                 if (alias.asname or alias.name) == head:
-                    return _function_in(ctx.path, alias.name, 0, rest)
+                    return _function_in(ctx, alias.name, 0, rest)
     return None
 
 
-def _function_in(importer: str, module: Optional[str], level: int, function: str) -> Optional[Scope]:
-    found = _definition_in(importer, module, level, function, (ast.FunctionDef, ast.AsyncFunctionDef))
+def _function_in(ctx: FileContext, module: Optional[str], level: int, function: str) -> Optional[Scope]:
+    found = _definition_in(ctx.path, _bound(ctx), module, level, function, (ast.FunctionDef, ast.AsyncFunctionDef))
     if found is None:
         return None
     other, node = found
@@ -83,36 +85,37 @@ def imported_classes(ctx: FileContext) -> dict[str, tuple[FileContext, ast.Class
         found: dict[str, tuple[FileContext, ast.ClassDef]] = {}
         if ctx.path in ("-", "<stdin>"):
             return found
+        bound = _bound(ctx)
         for node in statement_index(ctx).imports:
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
-                    cls = _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
+                    cls = _definition_in(ctx.path, bound, node.module, node.level, alias.name, ast.ClassDef)
                     local = alias.asname or alias.name
                     if cls is not None:
                         found[f"{node.module}.{alias.name}" if node.module and not node.level else local] = cls
                     elif node.level:  # ``from . import models``: a module of the package
-                        _add_classes(found, local, _module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level))
+                        _add_classes(found, local, _module_file(ctx.path, bound, ".".join(filter(None, [node.module, alias.name])), node.level), bound)
             else:
                 for alias in node.names:
-                    _add_classes(found, alias.name, _module_file(ctx.path, alias.name, 0))
+                    _add_classes(found, alias.name, _module_file(ctx.path, bound, alias.name, 0), bound)
         return found
 
     return ctx.memo("imported_classes", compute)
 
 
-def _add_classes(found: dict, prefix: str, path: Optional[str]) -> None:
-    other = _load(path) if path else None
+def _add_classes(found: dict, prefix: str, path: Optional[str], bound: Optional[str]) -> None:
+    other = _load(path, bound) if path else None
     if other is not None:
         for cls in other.tree.body:
             if isinstance(cls, ast.ClassDef):
                 found[f"{prefix}.{cls.name}"] = (other, cls)
 
 
-def _definition_in(importer: str, module: Optional[str], level: int, name: str, kind, depth: int = 0):
+def _definition_in(importer: str, bound: Optional[str], module: Optional[str], level: int, name: str, kind, depth: int = 0):
     """(context, node) of the top-level ``kind`` definition ``name`` in the module ``importer``
     imports, following re-exports of a package's own modules; None if unknown."""
-    path = _module_file(importer, module, level)
-    other = _load(path) if path else None
+    path = _module_file(importer, bound, module, level)
+    other = _load(path, bound) if path else None
     if other is None:
         return None
     for node in other.tree.body:
@@ -124,11 +127,40 @@ def _definition_in(importer: str, module: Optional[str], level: int, name: str, 
         if isinstance(node, ast.ImportFrom) and node.level:
             for alias in node.names:
                 if (alias.asname or alias.name) == name:
-                    return _definition_in(path, node.module, node.level, alias.name, kind, depth + 1)
+                    return _definition_in(path, bound, node.module, node.level, alias.name, kind, depth + 1)
     return None
 
 
-def _module_file(importer: str, module: Optional[str], level: int) -> Optional[str]:
+def _bound(ctx: FileContext) -> Optional[str]:
+    """The folder imports of ``ctx`` may resolve in: its project, else its git repository."""
+    if ctx.root is not None:
+        return os.path.abspath(ctx.root)
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    seen = []
+    while folder not in _repositories:
+        seen.append(folder)
+        if os.path.lexists(os.path.join(folder, ".git")):
+            _repositories[folder] = folder
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            _repositories[folder] = None
+            break
+        folder = parent
+    for each in seen:
+        _repositories[each] = _repositories[folder]
+    return _repositories[folder]
+
+
+def _module_file(importer: str, bound: Optional[str], module: Optional[str], level: int) -> Optional[str]:
+    """The file of ``module`` as ``importer`` imports it; None if unknown or outside ``bound``."""
+    found = _module_file_anywhere(importer, module, level)
+    if found is None or bound is None:
+        return found
+    return found if os.path.abspath(found).startswith(bound.rstrip(os.sep) + os.sep) else None
+
+
+def _module_file_anywhere(importer: str, module: Optional[str], level: int) -> Optional[str]:
     parts = module.split(".") if module else []
     folder = os.path.dirname(os.path.abspath(importer))
     if level:
@@ -151,7 +183,7 @@ def _module_file(importer: str, module: Optional[str], level: int) -> Optional[s
     return None
 
 
-def _load(path: str) -> Optional[FileContext]:
+def _load(path: str, bound: Optional[str]) -> Optional[FileContext]:
     if path not in _loaded:
         _loaded[path] = None
         try:
@@ -159,7 +191,8 @@ def _load(path: str) -> Optional[FileContext]:
                 source = decode(read_bytes(path))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    _loaded[path] = FileContext(path, source.text, ast.parse(source.text, filename=path), source.newline)
+                    tree = ast.parse(source.text, filename=path)
+                    _loaded[path] = FileContext(path, source.text, tree, source.newline, bound)
         except (OSError, SourceError, SyntaxError, ValueError, RecursionError):
             pass
     return _loaded[path]
