@@ -7,6 +7,7 @@ import os
 import time
 from typing import Callable, Optional, Sequence, Union
 
+from fixer.analysis.project import forget_loaded
 from fixer.engine import FileResult, Options, process_file
 
 _options: tuple[Options, ...] = ()
@@ -26,6 +27,7 @@ def _work(item: tuple[str, int]) -> FileResult:
     except Exception as exc:  # never lose the whole run to one file
         result = FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     result.seconds = time.perf_counter() - start
+    forget_loaded()
     return result
 
 

@@ -19,6 +19,7 @@ from fixer.source import SourceError, decode, read_bytes
 
 MAX_BYTES = 1_000_000
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
+MAX_LOADED = 2048  # parsed project files kept between files: a batch of many repositories stays in bounded memory
 _loaded: dict[str, Optional[FileContext]] = {}
 _repositories: dict[str, Optional[str]] = {}  # folder -> the repository root above it (None: none)
 
@@ -181,6 +182,14 @@ def _module_file_anywhere(importer: str, module: Optional[str], level: int) -> O
             if os.path.isfile(candidate):
                 return candidate
     return None
+
+
+def forget_loaded() -> None:
+    """Between two checked files (never during one: callers compare nodes of a loaded file), drop
+    the oldest half of the parsed project files once there are more than MAX_LOADED."""
+    if len(_loaded) > MAX_LOADED:
+        for path in list(_loaded)[: len(_loaded) // 2]:
+            del _loaded[path]
 
 
 def _load(path: str, bound: Optional[str]) -> Optional[FileContext]:
