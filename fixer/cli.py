@@ -8,7 +8,9 @@ read, decoded, parsed or written (black's code). 2 wins over 123, which wins ove
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import List, Optional
@@ -16,13 +18,18 @@ from typing import List, Optional
 import typer
 
 from fixer import __version__
-from fixer.config import ConfigError, Settings, find_pyproject, load, parse_size
+from fixer.batch import branches, report
+from fixer.batch.deliver import deliver, print_grouped
+from fixer.batch.progress import Progress
+from fixer.batch.units import UnitError, repositories
+from fixer.batch.work import plan
+from fixer.config import ConfigError, find_pyproject, parse_size
 from fixer.diff import display_path, unified_diff
-from fixer.discovery import discover
 from fixer.engine import FileResult, Options, process_source
 from fixer.output import FORMATS, render
 from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
 from fixer.rule import rule_url
+from fixer.hierarchy import ConfigTree, Flags
 from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
@@ -43,20 +50,25 @@ def _err(message: str) -> None:
         typer.echo(message, err=True)
 
 
-def _size_limit(flag: Optional[str], configured: str) -> int:
+def _size_limit(flag: str) -> int:
     try:
-        return parse_size(flag if flag is not None else configured)
+        return parse_size(flag)
     except ValueError as exc:
         _err(f"graphfix: error: max-file-size: {exc}")
         raise typer.Exit(EXIT_ERROR)
 
 
-def _settings(config: Optional[Path]) -> Settings:
+def _tree(config: Optional[Path], flags: Flags) -> ConfigTree:
     try:
-        return load(config if config else find_pyproject(Path.cwd()))
+        return ConfigTree(flags, fixed=config, fallback=None if config else find_pyproject(Path.cwd()))
     except ConfigError as exc:
         _err(f"graphfix: error: {exc}")
         raise typer.Exit(EXIT_ERROR)
+
+
+def _usage(message: str) -> None:
+    _err(f"graphfix: error: {message}")
+    raise typer.Exit(EXIT_ERROR)
 
 
 @app.command("check")
@@ -67,16 +79,22 @@ def check(
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Include fixes that change gradients or behaviour."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes, prefixes or names to enable (comma-separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes, prefixes or names to disable."),
-    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="Paths to skip: .gitignore-style patterns, relative to the folder given."),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", "--extend-exclude", help="Paths to skip: .gitignore-style patterns, relative to the folder given."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="Name to report for source read from stdin."),
     output_format: Optional[str] = typer.Option(None, "--output-format", help=f"One of: {', '.join(FORMATS)}."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read \\[tool.graphfix] from."),
+    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read \\[tool.graphfix] from, for every file."),
     no_gitignore: bool = typer.Option(False, "--no-respect-gitignore", help="Also check files .gitignore excludes."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
     statistics: bool = typer.Option(False, "--statistics", help="Print a count per rule instead of each finding."),
     max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Skip (and name) larger files, e.g. 8MB, 500KB (default 8MB)."),
+    repos_in: Optional[List[str]] = typer.Option(None, "--repos-in", help="Batch: every folder in DIR is a repository.", metavar="DIR"),
+    repos_from: Optional[List[str]] = typer.Option(None, "--repos-from", help="Batch: the repositories listed in FILE, one path a line ('-': stdin).", metavar="FILE"),
+    report_file: Optional[str] = typer.Option(None, "--report", help="Batch: write a summary per repository to FILE (.md or .json).", metavar="FILE"),
+    patch_dir: Optional[str] = typer.Option(None, "--patch-dir", help="Batch: write one git-apply-able patch per repository into DIR.", metavar="DIR"),
+    branch: Optional[str] = typer.Option(None, "--branch", help="Batch: commit each clean git repository's fixes on a new branch NAME (the checkout is not touched).", metavar="NAME"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress display (shown only when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr (and, for --fix -, no remaining findings)."),
     silent: bool = typer.Option(False, "--silent", "-s", help="Nothing on stderr at all; the exit code tells. For editor filters."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
@@ -84,60 +102,98 @@ def check(
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
     global _silent
     _silent = silent
-    settings = _settings(config)
     if diff and fix:
-        _err("graphfix: error: --diff and --fix cannot be combined")
-        raise typer.Exit(EXIT_ERROR)
-    fmt = output_format or settings.output_format
-    if fmt not in FORMATS:
-        _err(f"graphfix: error: unknown --output-format {fmt!r} (one of: {', '.join(FORMATS)})")
-        raise typer.Exit(EXIT_ERROR)
-    selectors = _split(select) or settings.select
-    ignores = _split(ignore) or settings.ignore
+        _usage("--diff and --fix cannot be combined")
+    if branch is not None and (fix or not branches.valid_name(branch)):
+        _usage("--branch leaves your files as they are: run --fix separately" if fix else f"--branch {branch!r} is not a valid branch name")
+    if report_file is not None and not report_file.endswith(report.SUFFIXES):
+        _usage(f"--report {report_file!r}: the name must end in .md (Markdown) or .json")
+    selectors, ignores = _split(select), _split(ignore)
     bad = unknown_selectors(selectors + ignores)
     if bad:
-        _err(f"graphfix: error: unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
-        raise typer.Exit(EXIT_ERROR)
-    unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-    size_limit = _size_limit(max_file_size, settings.max_file_size)
+        _usage(f"unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
+    if max_file_size is not None:
+        _size_limit(max_file_size)
+    base = Options(rules=(), fix=bool(diff or fix or patch_dir or branch), write=fix, verbose=verbose)
+    flags = Flags(
+        select=tuple(selectors) or None, ignore=tuple(ignores) or None, unsafe_fixes=unsafe_fixes,
+        max_file_size=max_file_size, respect_gitignore=not no_gitignore, base=base,
+    )
+    tree = _tree(config, flags)
+    settings = tree.fallback.settings  # the run's own settings: output format and jobs
+    fmt = output_format or settings.output_format
+    if fmt not in FORMATS:
+        _usage(f"unknown --output-format {fmt!r} (one of: {', '.join(FORMATS)})")
     workers = jobs if jobs is not None else settings.jobs
     if workers < 0:
-        _err(f"graphfix: error: --jobs must be 0 (all cores) or more, not {workers}")
-        raise typer.Exit(EXIT_ERROR)
-    options = Options(
-        rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose,
-        max_file_size=size_limit,
-    )
+        _usage(f"--jobs must be 0 (all cores) or more, not {workers}")
     quiet = quiet or silent
     if stdin_filename is not None and paths and paths != ["-"]:
-        _err("graphfix: error: --stdin-filename reads the source from stdin; give no other path (or '-')")
-        raise typer.Exit(EXIT_ERROR)
-    paths = paths or (["-"] if stdin_filename is not None else ["."])
+        _usage("--stdin-filename reads the source from stdin; give no other path (or '-')")
+    batch = bool(repos_in or repos_from or report_file or patch_dir or branch)
+    paths = paths or ([] if repos_in or repos_from else ["-"] if stdin_filename is not None else ["."])
     if "-" in paths:
-        if len(paths) > 1:
-            _err("graphfix: error: '-' (stdin) cannot be combined with other paths")
-            raise typer.Exit(EXIT_ERROR)
-        code = _run_stdin(stdin_filename or "-", options, diff, fix, fmt, quiet)
+        if len(paths) > 1 or batch:
+            _usage("'-' (stdin) cannot be combined with other paths or batch options")
+        resolved = (tree.for_file(stdin_filename) if stdin_filename else None) or tree.fallback
+        code = _run_stdin(stdin_filename or "-", resolved.options(os.path.abspath(stdin_filename or "-"), None), diff, fix, fmt, quiet)
+        code = EXIT_ERROR if _config_errors(tree) else code
     else:
-        found = discover(
-            paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore,
-            settings.include + settings.extend_include,
-        )
-        for problem in found.problems:
-            if not problem.is_error:
-                _err(f"{display_path(problem.path)}: warning: {problem.message}")
-        # a path that could not be used is reported (and counted) as a file that could not be read
-        unusable = [FileResult(p.path, errors=[p.message]) for p in found.problems if p.is_error]
-        results = unusable + run(found.files, options, workers)
-        if statistics and not diff:
-            code = _statistics(results, fix)
-        else:
-            code = _report(results, options, diff, fix, fmt, quiet)
-        if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and any(r.changed for r in results):
+        code, changed = _run_files(paths, tree, _split(exclude), workers, fmt, quiet, diff, fix, statistics, batch, repos_in or [],
+                                   repos_from or [], report_file, patch_dir, branch, no_progress)
+        if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
 
 
+def _config_errors(tree: ConfigTree) -> bool:
+    """Print the configs that could not be used (the files below them were not checked)."""
+    for path, message in tree.errors.items():
+        _err(f"graphfix: error: {message}; the files below {display_path(os.path.dirname(path))} were not checked")
+    return bool(tree.errors)
+
+
+def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress) -> tuple[int, bool]:
+    """Check the files (of each repository, in a batch); (exit code, whether a file changed)."""
+    started = time.perf_counter()
+    try:
+        repos = repositories(paths, repos_in, repos_from) if batch else None
+    except UnitError as exc:
+        _usage(str(exc))
+    work = plan(paths, repos, tree, exclude, tree.flags.respect_gitignore)
+    for problem in work.problems:
+        if not problem.is_error:
+            _err(f"{display_path(problem.path)}: warning: {problem.message}")
+    # a path that could not be used is reported (and counted) as a file that could not be read
+    unusable = [FileResult(p.path, errors=[p.message]) for p in work.problems if p.is_error]
+    with Progress(work.files, work.owners, len(repos or ()), enabled=not (no_progress or quiet)) as progress:
+        results = unusable + run(work.files, work.variants, workers, work.choice, progress.advance)
+    unsafe = any(v.unsafe for v in work.variants)
+    owners = {**work.problem_owners, **dict(zip(work.files, work.owners))}
+    if statistics and not diff:
+        code = _statistics(results, fix)
+    elif batch and fmt == "text" and not diff:
+        found = print_grouped(repos, results, owners, "remaining" if fix else "diagnostics", unsafe, sys.stdout)
+        code = _finish(results, fix, diff, quiet, found, len(repos), unsafe)
+    else:
+        code = _report(results, unsafe, diff, fix, fmt, quiet, len(repos) if repos is not None else None)
+    failed = False
+    if batch:
+        if patch_dir:
+            try:
+                os.makedirs(patch_dir, exist_ok=True)
+            except OSError as exc:
+                _usage(f"--patch-dir {patch_dir}: {exc.strerror or exc}")
+        summaries, failed = deliver(repos, results, owners, fix=fix, unsafe=unsafe, patch_dir=patch_dir, branch=branch, say=_err)
+        if report_file:
+            mode = "fix" if fix else "branch" if branch else "patch" if patch_dir else "diff" if diff else "check"
+            try:
+                report.write(report_file, summaries, time.perf_counter() - started, mode)
+            except OSError as exc:
+                failed = True
+                _err(f"graphfix: error: --report {report_file}: {exc.strerror or exc}")
+    changed = any(r.changed for r in results)
+    return (EXIT_ERROR if _config_errors(tree) or failed else code), changed
 def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
     """The editor's contract for ``--fix -``: stdout carries the whole buffer, fixed or (on any
     error) exactly as it came, and nothing else; nothing is written to disk."""
@@ -151,7 +207,7 @@ def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, qui
     except Exception as exc:  # never lose the buffer to a bug of ours
         result = FileResult(name, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     if not fix:
-        return _report([result], options, diff, fix, fmt, quiet)
+        return _report([result], options.unsafe, diff, fix, fmt, quiet)
     sys.stdout.buffer.write(encode(source, result.fixed) if result.changed else data)
     sys.stdout.flush()
     if not quiet:
@@ -170,8 +226,7 @@ def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: 
     return len(items)
 
 
-def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
-    errors = [(r.path, e) for r in results for e in r.errors]
+def _report(results: list[FileResult], unsafe: bool, diff: bool, fix: bool, fmt: str, quiet: bool, repos: Optional[int] = None) -> int:
     changed = [r for r in results if (r.written if fix else r.changed)]  # --fix counts only files written
     if diff:
         for result in sorted(changed, key=lambda r: display_path(r.path)):
@@ -184,11 +239,19 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
         # on `graphfix --diff` must not pass over them
         found = len(changed) + sum(len(r.remaining) for r in results)
     else:
-        found = _print_diagnostics(results, "remaining" if fix else "diagnostics", options.unsafe, fmt, sys.stdout)
+        found = _print_diagnostics(results, "remaining" if fix else "diagnostics", unsafe, fmt, sys.stdout)
+    return _finish(results, fix, diff, quiet, found, repos, unsafe)
+
+
+def _finish(results: list[FileResult], fix: bool, diff: bool, quiet: bool, found: int, repos: Optional[int], unsafe: bool = False) -> int:
+    """Flush the report, name the problems, print the summary; the exit code."""
     sys.stdout.flush()
     _print_problems(results, quiet)
     if not quiet:
-        _err(_summary(results, changed, options, diff, fix, len(errors)))
+        changed = [r for r in results if (r.written if fix else r.changed)]
+        errors = sum(len(r.errors) for r in results)
+        where = f" in {repos} repositories" if repos is not None else ""
+        _err(_summary(results, changed, unsafe, diff, fix, errors).replace(" file(s) scanned", f" file(s) scanned{where}", 1))
     return _exit_code(results, found)
 
 
@@ -227,7 +290,7 @@ def _statistics(results: list[FileResult], fix: bool) -> int:
     return _exit_code(results, len(counts))
 
 
-def _summary(results: list[FileResult], changed: list[FileResult], options: Options, diff: bool, fix: bool, errors: int) -> str:
+def _summary(results: list[FileResult], changed: list[FileResult], unsafe_on: bool, diff: bool, fix: bool, errors: int) -> str:
     checked = sum(r.parsed for r in results)
     found = [d for r in results for d in r.diagnostics]
     tail = f"; {errors} error(s)" if errors else ""
@@ -239,7 +302,7 @@ def _summary(results: list[FileResult], changed: list[FileResult], options: Opti
         return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining{kept}; {len(results)} file(s) scanned, {checked} analysed{tail}"
     safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
-    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not options.unsafe else "") + ")" if safe or unsafe else ""
+    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not unsafe_on else "") + ")" if safe or unsafe else ""
     return f"graphfix: {len(found)} finding(s){hint}; {len(results)} file(s) scanned, {checked} analysed{tail}"
 
 

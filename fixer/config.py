@@ -1,6 +1,7 @@
 """``[tool.graphfix]`` in pyproject.toml: every command-line option can be set there.
 
-Looked up from the current directory upward (or given with ``--config``); command-line flags win."""
+Each checked file takes the nearest pyproject.toml with a ``[tool.graphfix]`` table above it
+(fixer.hierarchy), or the one ``--config`` names; command-line flags win."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ class Settings:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
-    exclude: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)  # relative to the config's folder
+    extend_exclude: list[str] = field(default_factory=list)  # the same: added to exclude
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # glob -> rule selectors
     include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))  # files a folder walk takes
     extend_include: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
@@ -50,7 +53,25 @@ def parse_size(text: str) -> int:
     return size
 
 
-_LISTS = {"select", "ignore", "exclude", "include", "extend_include"}
+_LISTS = {"select", "ignore", "exclude", "extend_exclude", "include", "extend_include"}
+
+
+def configures_graphfix(candidate: Path) -> bool:
+    """Whether ``candidate`` is a pyproject.toml with a ``[tool.graphfix]`` table. One that
+    mentions graphfix but does not parse counts (loading it names the error)."""
+    try:
+        if not candidate.is_file():
+            return False
+        data = candidate.read_bytes()
+    except OSError:
+        return False
+    if b"graphfix" not in data:  # the cheap test first: most pyproject.toml files are someone else's
+        return False
+    try:
+        tool = tomllib.loads(data.decode("utf-8")).get("tool")
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True
+    return isinstance(tool, dict) and "graphfix" in tool
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
@@ -58,11 +79,8 @@ def find_pyproject(start: Path) -> Optional[Path]:
     a pyproject.toml without a graphfix table (a package's own metadata) does not hide the one above."""
     for folder in [start, *start.parents]:
         candidate = folder / "pyproject.toml"
-        try:
-            if candidate.is_file() and b"graphfix" in candidate.read_bytes():
-                return candidate
-        except OSError:
-            continue
+        if configures_graphfix(candidate):
+            return candidate
     return None
 
 
@@ -88,8 +106,11 @@ def load(path: Optional[Path]) -> Settings:
             raise ConfigError(f"{path}: unknown option [tool.graphfix] {key}")
         default = getattr(settings, attr)
         if attr in _LISTS:
-            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            if not _strings(value):
                 raise ConfigError(f"{path}: [tool.graphfix] {key} must be a list of strings")
+        elif attr == "per_file_ignores":
+            if not (isinstance(value, dict) and all(_strings(v) for v in value.values())):
+                raise ConfigError(f'{path}: [tool.graphfix] {key} must map file patterns to lists of rules ("tests/*" = ["GF301"])')
         elif not isinstance(value, type(default)) or isinstance(value, bool) != isinstance(default, bool):
             raise ConfigError(f"{path}: [tool.graphfix] {key} must be a {type(default).__name__}")
         if attr == "jobs" and value < 0:
@@ -101,3 +122,7 @@ def load(path: Optional[Path]) -> Settings:
                 raise ConfigError(f"{path}: [tool.graphfix] max-file-size: {exc}") from None
         setattr(settings, attr, value)
     return settings
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)

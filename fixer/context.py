@@ -11,8 +11,9 @@ from fixer.source import split_lines
 
 
 class FileContext:
-    def __init__(self, path: str, source: str, tree: Optional[ast.Module] = None, newline: str = "\n"):
+    def __init__(self, path: str, source: str, tree: Optional[ast.Module] = None, newline: str = "\n", root: Optional[str] = None):
         self.path = path
+        self.root = root  # the project's folder, when known: cross-file analysis stays inside it
         self.source = source
         self.newline = newline
         self.tree = tree if tree is not None else ast.parse(source, filename=path)

@@ -35,10 +35,11 @@ def git_quote(name: str) -> str:
     return f'"{quoted}"'
 
 
-def unified_diff(path: str, before: str, after: str, cell: Optional[int] = None) -> str:
+def unified_diff(path: str, before: str, after: str, cell: Optional[int] = None, name: Optional[str] = None) -> str:
     """A git-style diff; for a notebook ``cell``, ruff's ``--- path:cell N`` headers, without
-    the ``diff --git`` line: git cannot apply a cell's diff to the JSON file."""
-    name = display_path(path).lstrip("/")
+    the ``diff --git`` line: git cannot apply a cell's diff to the JSON file. ``name``: the path
+    to write in the headers (default: ``path`` relative to the current folder)."""
+    name = name or display_path(path).lstrip("/")
     if cell is not None and not before.endswith(("\n", "\r")) and not after.endswith(("\n", "\r")):
         before, after = before + "\n", after + "\n"  # a cell's last line has no line break, by convention
     old = split_lines(before)

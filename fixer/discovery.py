@@ -5,8 +5,10 @@
   files are returned.
 - A file named explicitly is always checked (if it is a regular file). A folder is walked for
   the files `include` names (gitignore syntax; default `*.py` and `*.ipynb`), minus hidden folders, SKIP_DIRS, any folder holding `pyvenv.cfg`, what git would ignore,
-  and the `exclude` patterns (gitignore syntax, matched against the path relative to the folder
-  given; a bare name matches at any depth). The given folder itself is always walked.
+  and the `exclude` patterns (gitignore syntax; a bare name matches at any depth): those given on
+  the command line match the path relative to the folder given, those of a config the path
+  relative to the config's folder. Each folder's include, exclude and respect-gitignore come
+  from the config that decides for it (fixer.hierarchy). The given folder itself is always walked.
 - Symlinked folders are not followed; a symlinked file whose target lies outside the given folder
   is skipped with a warning. Each file is returned once, even when reached through a link.
 - Nothing raises: a path that cannot be used becomes a Problem, and every other path is still
@@ -24,6 +26,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 from pathspec import GitIgnoreSpec
 
 from fixer.config import DEFAULT_INCLUDE
+from fixer.hierarchy import ConfigTree, Resolved
 from fixer.ignore import NO_RULES, Rules, compile_patterns, is_ignored, rules_above, rules_inside
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", "__pypackages__"})
@@ -43,13 +46,29 @@ class Discovery(NamedTuple):
 class _Walk:
     """One given folder: what is skipped in it, and the problems met."""
 
-    def __init__(self, root: str, exclude: Optional[GitIgnoreSpec], respect_gitignore: bool, include: "_Include") -> None:
+    def __init__(
+        self, root: str, exclude: Optional[GitIgnoreSpec], respect_gitignore: bool, include: "_Include", tree: Optional[ConfigTree]
+    ) -> None:
         self.root = root
         self.include = include
         self.real_root = os.path.realpath(root)
+        self.abs_root = os.path.abspath(root)
         self.exclude = exclude
         self.respect_gitignore = respect_gitignore
+        self.tree = tree
         self.problems: list[Problem] = []
+        self._includes: dict[int, _Include] = {}
+
+    def _settings(self, rel: str) -> tuple[Optional[Resolved], Optional["_Include"], bool]:
+        """(config, include, whether git's ignore rules apply) inside the folder ``rel``;
+        include is None when the folder's config is broken (the tree names why)."""
+        if self.tree is None:
+            return None, self.include, self.respect_gitignore
+        resolved = self.tree.for_folder(os.path.join(self.abs_root, rel) if rel else self.abs_root)
+        if resolved is None:
+            return None, None, False
+        include = self._includes.setdefault(id(resolved), _Include(resolved.include))
+        return resolved, include, self.respect_gitignore and resolved.respect_gitignore
 
     def files(self) -> Iterator[tuple[str, str, bool]]:
         """(path, real path, is a symlink) of each Python file to check, in walk order."""
@@ -62,13 +81,17 @@ class _Walk:
                 continue
             if self.respect_gitignore:
                 rules = rules_inside(rules, folder, rel, entries)
+            config, include, gitignore = self._settings(rel)
+            if include is None:
+                continue
+            seen = rules if gitignore else NO_RULES
             folders = []
             for name, entry in entries.items():
                 path, child = _join(folder, name), f"{rel}/{name}" if rel else name
                 if entry.is_dir(follow_symlinks=False):
-                    if not self._skip_folder(name, child, rules):
+                    if not self._skip_folder(name, child, seen, config):
                         folders.append((path, child, rules))
-                elif self.include.match(name, child) and not self._skip_file(child, rules):
+                elif include.match(name, child) and not self._skip_file(child, seen, config):
                     real = self._real_file(path, child, entry)
                     if real is not None:
                         yield path, real, entry.is_symlink()
@@ -82,17 +105,17 @@ class _Walk:
             self.problems.append(Problem(folder, f"cannot read folder: {_reason(exc)}", is_root))
             return None
 
-    def _skip_folder(self, name: str, rel: str, rules: Rules) -> bool:
+    def _skip_folder(self, name: str, rel: str, rules: Rules, config: Optional[Resolved]) -> bool:
         if name.startswith(".") or name in SKIP_DIRS:
             return True
-        if self.exclude is not None and self.exclude.match_file(rel + "/"):
-            return True
-        return is_ignored(rules, rel, True)
+        return self._skip_file(rel, rules, config, True)
 
-    def _skip_file(self, rel: str, rules: Rules) -> bool:
-        if self.exclude is not None and self.exclude.match_file(rel):
+    def _skip_file(self, rel: str, rules: Rules, config: Optional[Resolved], is_dir: bool = False) -> bool:
+        if self.exclude is not None and self.exclude.match_file(rel + ("/" if is_dir else "")):
             return True
-        return is_ignored(rules, rel, False)
+        if config is not None and config.excluded(os.path.join(self.abs_root, rel), is_dir):
+            return True
+        return is_ignored(rules, rel, is_dir)
 
     def _real_file(self, path: str, rel: str, entry: os.DirEntry) -> Optional[str]:
         """The real path of a regular file to check; None (with a problem when useful) otherwise."""
@@ -128,10 +151,12 @@ class _Include:
 
 
 def discover(
-    paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignore: bool = True, include: Sequence[str] = DEFAULT_INCLUDE
+    paths: Iterable[str], exclude: Sequence[str] = (), respect_gitignore: bool = True, include: Sequence[str] = DEFAULT_INCLUDE,
+    tree: Optional[ConfigTree] = None,
 ) -> Discovery:
     """The files under ``paths`` that ``include`` names, each once, in a stable order, and the
-    problems met on the way."""
+    problems met on the way. With ``tree``, each folder's config decides its include, exclude
+    and respect-gitignore (``include`` is then unused)."""
     exclude_spec = compile_patterns(exclude) if exclude else None
     include_files = _Include(include)
     found: dict[str, str] = {}  # real path -> the path we report
@@ -149,7 +174,7 @@ def discover(
             problems.append(Problem(raw, _reason(exc), True))
             continue
         if stat.S_ISDIR(mode):
-            walk = _Walk(path, exclude_spec, respect_gitignore, include_files)
+            walk = _Walk(path, exclude_spec, respect_gitignore, include_files, tree)
             for file, real, is_link in walk.files():
                 add(file, real, is_link)
             problems.extend(walk.problems)

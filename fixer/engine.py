@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
-from fixer.analysis.project import STEP_CALL, imports_matching
+from fixer.analysis.project import STEP_CALL, imports_matching, set_root
 from fixer.fixcheck import Key, Matcher
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
@@ -33,6 +33,7 @@ class Options:
     write: bool = False  # write fixed text back (--fix on files)
     verbose: bool = False
     max_file_size: int = 8 * 1024 * 1024  # bytes; ast needs ~100-200x a file's size in memory
+    root: Optional[str] = None  # the project (repository) the file belongs to: imports never resolve outside it
 
 
 @dataclass
@@ -48,6 +49,7 @@ class FileResult:
     parsed: bool = False
     written: bool = False  # --fix: this run replaced the file on disk
     cells: list[tuple[int, str, str]] = field(default_factory=list)  # notebooks: (cell, before, after) changed
+    seconds: float = 0.0  # time spent on this file (set by the runner)
 
     @property
     def changed(self) -> bool:
@@ -63,13 +65,15 @@ class RuleCrash(Exception):
     pass
 
 
-def run_rules(path: str, text: str, rules: Sequence[type[Rule]], newline: str, verbose: bool) -> tuple[list[Diagnostic], list[str]]:
+def run_rules(
+    path: str, text: str, rules: Sequence[type[Rule]], newline: str, verbose: bool, root: Optional[str] = None
+) -> tuple[list[Diagnostic], list[str]]:
     """All diagnostics of ``rules`` on ``text`` (minus suppressed ones) and any rule crashes.
     Raises SyntaxError if ``text`` does not parse."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
-    ctx = FileContext(path, text, tree, newline)
+    ctx = FileContext(path, text, tree, newline, root)
     suppressions = suppressions_of(ctx)
     found: list[Diagnostic] = []
     crashes: list[str] = []
@@ -145,7 +149,7 @@ def _checked_pass(
             raise PassFailed(f"fix by {codes} is inconsistent ({exc}); file left unchanged")
         _activate(new, options, rules, path)
         try:
-            found, crashes = run_rules(path, new, rules, newline, options.verbose)
+            found, crashes = run_rules(path, new, rules, newline, options.verbose, options.root)
         except SyntaxError as exc:
             raise PassFailed(f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged")
         if crashes:
@@ -222,6 +226,7 @@ def is_notebook(path: str) -> bool:
 
 def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:
     """Analyse (and fix) one file's bytes: Python source, or a notebook's JSON by its name."""
+    set_root(options.root)  # imports resolve inside the file's project only
     if is_notebook(path):
         return _process_notebook(path, data, options, source)
     return _process_python(path, data, options, source)
@@ -247,7 +252,7 @@ def _process_python(
     text = source.text
     padded = text + source.newline if text and not text.endswith(("\n", "\r")) else text
     try:
-        diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose)
+        diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose, options.root)
     except SyntaxError as exc:
         result.errors.append(f"cannot parse: {exc.msg} ({where(exc.lineno or 1)})")
         return result
@@ -304,6 +309,7 @@ def _process_notebook(path: str, data: bytes, options: Options, source: Optional
 
 
 def process_file(path: str, options: Options) -> FileResult:
+    set_root(options.root)
     try:
         data = read_bytes(path)
         if not is_notebook(path):  # a notebook's pre-filter and size limit apply to its code

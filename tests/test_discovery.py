@@ -20,10 +20,10 @@ FIXED = (ROOT / "fixtures/loss_accumulated_with_graph/plain_loop.after.py").read
 CLEAN = (ROOT / "fixtures/loss_accumulated_with_graph/item_already.ok.py").read_text()
 
 
-def graphfix(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+def graphfix(*args: str, cwd: Path, env: dict | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "fixer", *args], cwd=cwd, capture_output=True, env=env, timeout=30
+        [sys.executable, "-m", "fixer", *args], cwd=cwd, capture_output=True, env=env, timeout=30, input=stdin
     )
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixer import cli
+from fixer import cli, hierarchy
 from fixer.engine import Options, process_source
 from fixer.fixcheck import EditMap
 from fixer.registry import all_rules, by_code
@@ -164,7 +164,7 @@ def test_edit_map_maps_offsets_back_through_insertions_deletions_and_replacement
 @pytest.fixture
 def wrong_fix_cli(tmp_path, monkeypatch, capsys):
     """Run the CLI in-process with the wrong fix among the rules; returns (exit code, stdout, stderr)."""
-    monkeypatch.setattr(cli, "select_rules", lambda *args: [AddsRetain, GF301, GF302])
+    monkeypatch.setattr(hierarchy, "select_rules", lambda *args: [AddsRetain, GF301, GF302])
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.py").write_text(PROGRAM)
 

@@ -348,7 +348,7 @@ def test_an_internal_error_exits_2_in_one_line(tmp_path, monkeypatch, capsys):
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr(cli, "discover", broken)
+    monkeypatch.setattr(cli, "plan", broken)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["."])

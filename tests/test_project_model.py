@@ -234,3 +234,49 @@ def test_reexport_in_parenthesised_import(tmp_path):
     train = _project(tmp_path, "package-reexport", MODEL)
     (tmp_path / "pkg" / "nets" / "__init__.py").write_text("from .core import (\n    ActorCritic,\n)\n")
     assert _codes(train) == ["GF105"]
+
+
+def _two_repositories(tmp_path: Path) -> Path:
+    """repos/repoA/train.py imports ``repoB.models``: found through the packages above repoA,
+    but repoB is another project."""
+    for package in ("repos", "repos/repoA", "repos/repoB"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "repos/repoB/models.py").write_text(MODEL)
+    train = tmp_path / "repos/repoA/train.py"
+    train.write_text(TRAIN.replace("{import_line}", "from repoB.models import ActorCritic").replace("{construct}", "ActorCritic()"))
+    return train
+
+
+def test_imports_never_resolve_outside_the_project(tmp_path):
+    train = _two_repositories(tmp_path)
+    assert _codes(train) == ["GF105"]  # no project known: resolved through the packages, as before
+    bounded = process_file(str(train), Options(rules=tuple(all_rules()), root=str(tmp_path / "repos/repoA")))
+    assert [d.code for d in bounded.diagnostics] == []  # a batch run names the repository
+    whole = process_file(str(train), Options(rules=tuple(all_rules()), root=str(tmp_path / "repos")))
+    assert [d.code for d in whole.diagnostics] == ["GF105"]  # one project holding both: resolved
+
+
+def test_imports_never_resolve_outside_the_git_repository(tmp_path):
+    train = _two_repositories(tmp_path)
+    (tmp_path / "repos/repoA/.git").mkdir()
+    assert _codes(train) == []
+
+
+def test_parsed_project_files_stay_bounded_over_many_files(tmp_path, monkeypatch):
+    """A batch of many repositories must not keep every imported file's tree: the runner drops
+    the oldest between files, and what is dropped is parsed again when needed."""
+    from fixer.analysis import project
+    from fixer.runner import run
+
+    monkeypatch.setattr(project, "MAX_LOADED", 4)
+    monkeypatch.setattr(project, "_loaded", {})
+    for i in range(6):
+        (tmp_path / str(i)).mkdir()
+    trains = [str(_project(tmp_path / str(i), "from-module", MODEL)) for i in range(6)]
+    trains += trains[:2]  # their models.py files were dropped: read again, same answer
+    sizes = []
+    results = run(trains[:6], Options(rules=tuple(all_rules())), jobs=1, on_result=lambda _: sizes.append(len(project._loaded)))
+    results += run(trains[6:], Options(rules=tuple(all_rules())), jobs=1)
+    assert [[d.code for d in r.diagnostics] for r in results] == [["GF105"]] * 8
+    assert max(sizes) <= 4 and len(project._loaded) <= 4

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from fixer.registry import all_rules
+from fixer.registry import all_rules, select_rules
 from fixer.server.settings import EditorSettings, editor_settings, options_for
+
+GF3 = {r.code for r in all_rules() if r.code.startswith("GF3") and r.default}
 
 
 def test_the_shapes_editors_send_settings_in():
@@ -36,3 +38,12 @@ def test_the_editor_wins_over_pyproject_and_what_it_leaves_unset_comes_from_ther
     assert problems == ["unknown rule selector(s): GF999 (see `graphfix rules`); left out"]
     options, _ = options_for(None, EditorSettings())  # a buffer not on disk: the defaults
     assert set(options.rules) == {r for r in all_rules() if r.default} and not options.unsafe
+
+
+
+def test_per_file_ignores_apply_in_the_editor_too(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nselect = ["GF3"]\n[tool.graphfix.per-file-ignores]\n"tests/*" = ["GF301"]\n')
+    options, problems = options_for(tmp_path / "tests" / "test_train.py", EditorSettings())
+    assert {r.code for r in options.rules} == GF3 - {"GF301"} and not problems
+    options, _ = options_for(tmp_path / "train.py", EditorSettings())
+    assert {r.code for r in options.rules} == GF3

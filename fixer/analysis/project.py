@@ -23,7 +23,10 @@ MAX_BYTES = 1_000_000
 # is never one): the text a step function's definition must hold
 STEP_CALL = re.compile(rb"\.backward\s*\(|autograd\.backward\b|manual_backward")
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
+MAX_LOADED = 2048  # parsed project files kept between files: a batch of many repositories stays in bounded memory
 _loaded: dict[str, Optional[FileContext]] = {}
+_repositories: dict[str, Optional[str]] = {}  # folder -> the repository root above it (None: none)
+_root: Optional[str] = None  # the project of the files being analysed (set_root)
 
 
 def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bool = True) -> Optional[Scope]:
@@ -180,7 +183,50 @@ def _definition_in(importer: str, module: Optional[str], level: int, name: str, 
 
 
 def _module_file(importer: str, module: Optional[str], level: int) -> Optional[str]:
-    return _module_in_folder(os.path.dirname(os.path.abspath(importer)), module, level)
+    """The file of ``module`` as ``importer`` imports it; None if unknown or outside the
+    importer's project (``bound_of``)."""
+    folder = os.path.dirname(os.path.abspath(importer))
+    found = _module_in_folder(folder, module, level)
+    bound = bound_of(folder)
+    if found is None or bound is None:
+        return found
+    return found if os.path.abspath(found).startswith(bound.rstrip(os.sep) + os.sep) else None
+
+
+def set_root(root: Optional[str]) -> None:
+    """The project of the files analysed next (a repository of a batch run); None: each file's
+    nearest folder holding ``.git``."""
+    global _root
+    _root = os.path.abspath(root) if root else None
+
+
+def bound_of(folder: str) -> Optional[str]:
+    """The folder imports from ``folder`` may resolve in: the run's project when the folder is in
+    it, else the nearest folder above holding ``.git`` (None: no limit)."""
+    if _root is not None and (folder == _root or folder.startswith(_root.rstrip(os.sep) + os.sep)):
+        return _root
+    start, seen = folder, []
+    while folder not in _repositories:
+        seen.append(folder)
+        if os.path.lexists(os.path.join(folder, ".git")):
+            _repositories[folder] = folder
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            _repositories[folder] = None
+            break
+        folder = parent
+    for each in seen:
+        _repositories[each] = _repositories[folder]
+    return _repositories[start]
+
+
+def forget_loaded() -> None:
+    """Between two checked files (never during one: callers compare nodes of a loaded file), drop
+    the oldest half of the parsed project files once there are more than MAX_LOADED."""
+    if len(_loaded) > MAX_LOADED:
+        for path in list(_loaded)[: len(_loaded) // 2]:
+            del _loaded[path]
 
 
 @functools.lru_cache(maxsize=65536)
@@ -263,7 +309,7 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
     for match in IMPORT_LINE.finditer(data):
         raw_dots, raw_module, _, _, raw_plain, _ = match.groups()
         package = not raw_plain and raw_dots and not raw_module  # ``from . import steps``: the package's modules
-        if not package and not _imports_step_module(folder, raw_dots or b"", raw_plain or raw_module or b"", pattern):
+        if not package and not _imports_step_module(folder, raw_dots or b"", raw_plain or raw_module or b"", pattern, _root):
             continue  # cheap, cached per folder and module: most imported modules never backpropagate
         dots, module, grouped, listed, plain, alias = (g.decode("ascii", "replace") if g else "" for g in match.groups())
         target = _module_file(path, plain or module or None, 0 if plain else len(dots))
@@ -291,13 +337,16 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
 
 
 @functools.lru_cache(maxsize=65536)
-def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.Pattern[bytes]") -> bool:
+def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.Pattern[bytes]", root: Optional[str]) -> bool:
     """The module an import line of a file in ``folder`` names is a project file whose text
     matches ``pattern`` (never torch's own modules: the torch API, as in graph.py)."""
     name = module.decode("ascii", "replace")
     if not dots and name.split(".")[0] == "torch":
         return False
     target = _module_in_folder(folder, name or None, len(dots))
+    bound = bound_of(folder)
+    if target and bound and not os.path.abspath(target).startswith(bound.rstrip(os.sep) + os.sep):
+        return False
     return bool(target) and _file_matches(target, pattern)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from fixer.config import ConfigError, find_pyproject, load, parse_size
+from fixer.hierarchy import ignored_in
 from fixer.engine import Options
 from fixer.registry import select_rules, unknown_selectors
 
@@ -60,13 +61,16 @@ def editor_settings(raw: Any) -> tuple[EditorSettings, list[str]]:
 def options_for(path: Optional[Path], editor: EditorSettings) -> tuple[Options, list[str]]:
     """Options for the file at ``path`` (None: a buffer not on disk) and the problems met on the way."""
     problems = []
+    config = find_pyproject(path.parent) if path else None
     try:
-        settings = load(find_pyproject(path.parent) if path else None)
+        settings = load(config)
     except ConfigError as exc:
         problems.append(f"{exc}; using the defaults")
-        settings = load(None)
+        config, settings = None, load(None)
     select = list(editor.select if editor.select is not None else settings.select)
     ignore = list(editor.ignore if editor.ignore is not None else settings.ignore)
+    if config is not None and path is not None:
+        ignore += ignored_in(settings.per_file_ignores, str(config.parent.absolute()), str(path.absolute()))
     bad = unknown_selectors(select + ignore)
     if bad:
         problems.append(f"unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`); left out")
