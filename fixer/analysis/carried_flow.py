@@ -5,7 +5,7 @@ statements always run, and the names an expression mentions. Used by the carried
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import walk_local
@@ -178,10 +178,14 @@ SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.For, ast.Async
 class Feeding:
     """What feeds one backward call within one pass of ``body``: the names whose values flow into
     its target (``live``) and the expressions that compute them (``sources``). Statements after
-    the backward call and control flow are ignored; a name stays live once it is (no kills)."""
+    the backward call and control flow are ignored; a name stays live once it is (no kills).
+    ``names`` says which names of an expression its value flows from (every name, by default)."""
 
-    def __init__(self, ctx: FileContext, body: Iterable[ast.stmt], target: ast.expr, backward_stmt: ast.stmt):
-        self.live: set[str] = names_in(target)
+    def __init__(
+        self, ctx: FileContext, body: Iterable[ast.stmt], target: ast.expr, backward_stmt: ast.stmt,
+        names: Callable[[ast.expr], set[str]] = names_in,
+    ):
+        self.live: set[str] = names(target)
         self.sources: list[ast.expr] = [target]
         limit = position(backward_stmt)
         statements = [
@@ -194,7 +198,7 @@ class Feeding:
                     for value in values:
                         if not any(value is s for s in self.sources):
                             self.sources.append(value)
-                        self.live |= names_in(value)
+                        self.live |= names(value)
 
     def reaches(self, node: ast.AST) -> bool:
         """True if the expression ``node`` is part of a value that feeds the backward call."""

@@ -187,10 +187,12 @@ def _module_file(importer: str, module: Optional[str], level: int) -> Optional[s
     importer's project (``bound_of``)."""
     folder = os.path.dirname(os.path.abspath(importer))
     found = _module_in_folder(folder, module, level)
-    bound = bound_of(folder)
-    if found is None or bound is None:
-        return found
-    return found if os.path.abspath(found).startswith(bound.rstrip(os.sep) + os.sep) else None
+    return found if found is not None and _within(found, bound_of(folder)) else None
+
+
+def _within(path: str, bound: Optional[str]) -> bool:
+    """``path`` lies inside the folder ``bound`` (always, when there is no bound)."""
+    return bound is None or os.path.abspath(path).startswith(bound.rstrip(os.sep) + os.sep)
 
 
 def set_root(root: Optional[str]) -> None:
@@ -344,10 +346,7 @@ def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.P
     if not dots and name.split(".")[0] == "torch":
         return False
     target = _module_in_folder(folder, name or None, len(dots))
-    bound = bound_of(folder)
-    if target and bound and not os.path.abspath(target).startswith(bound.rstrip(os.sep) + os.sep):
-        return False
-    return bool(target) and _file_matches(target, pattern)
+    return bool(target) and _within(target, bound_of(folder)) and _file_matches(target, pattern)
 
 
 DEFINITION = re.compile(rb"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)

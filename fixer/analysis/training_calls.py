@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls, training_functions
-from fixer.analysis.carried_flow import SIMPLE, Feeding, always_runs, end_position, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, end_position, position, statement_effect
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
@@ -109,7 +109,7 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     stmt = ctx.statement_of(backward.node)
     feeding = Feeding(ctx, callee.node.body, backward.target, stmt)
     nodes = [n for n in scope_nodes(callee) if hasattr(n, "lineno") and position(n) <= end_position(stmt)]
-    flowing = _graph_flow(ctx, nodes, backward.target, stmt)
+    flowing = Feeding(ctx, callee.node.body, backward.target, stmt, names=_graph_names(ctx)).live
     fed = set()
     for name in _parameters(callee):
         if name in feeding.live and name in flowing and _flows_unchanged(ctx, callee, nodes, name, feeding):
@@ -117,22 +117,10 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     return frozenset(fed)
 
 
-def _graph_flow(ctx: FileContext, nodes: list[ast.AST], target: ast.expr, backward_stmt: ast.stmt) -> set[str]:
-    """Names whose graph flows into ``target`` through the statements before the backward: as
-    ``Feeding``, but only through positions a graph passes (``flowing_nodes``: not under
-    ``.detach()``, nor through arguments a readable helper does not return from)."""
-    def names(expr: ast.expr) -> set[str]:
-        return {n for node in flowing_nodes(ctx, expr) if isinstance(node, (ast.Name, ast.Attribute)) and (n := dotted(node))}
-
-    live = names(target)
-    statements = [n for n in nodes if isinstance(n, SIMPLE) and n is not backward_stmt]
-    for _ in range(2):  # a second sweep for values that flow around an inner loop
-        for stmt in reversed(statements):
-            defined, values = statement_effect(stmt)
-            if defined & live:
-                for value in values:
-                    live |= names(value)
-    return live
+def _graph_names(ctx: FileContext) -> Callable[[ast.expr], set[str]]:
+    """The names a graph flows from in an expression (``flowing_nodes``: not under ``.detach()``,
+    nor through arguments a readable helper does not return from)."""
+    return lambda expr: {n for node in flowing_nodes(ctx, expr) if isinstance(node, (ast.Name, ast.Attribute)) and (n := dotted(node))}
 
 
 def _flows_unchanged(ctx: FileContext, callee: Scope, nodes: list[ast.AST], name: str, feeding: Feeding) -> bool:
