@@ -58,6 +58,24 @@ def _functions_named(ctx: FileContext) -> dict[str, list[Scope]]:
 
 def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     """The module-level function of another project file that ``func`` names, if any."""
+    binding = _imported_binding(ctx, func)
+    return _function_in(ctx.path, *binding) if binding else None
+
+
+def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]") -> bool:
+    """The text of the definition an imported ``func`` names (in a project file) matches
+    ``pattern``: a cheap test, with no parse, before reading the function."""
+    binding = _imported_binding(ctx, func)
+    if binding is None:
+        return False
+    module, level, name = binding
+    path = _module_file(ctx.path, module, level)
+    return bool(path) and _definition_matches(path, name, pattern)
+
+
+def _imported_binding(ctx: FileContext, func: ast.expr) -> Optional[tuple[Optional[str], int, str]]:
+    """(module, level, name) of the definition ``func`` names through an import of this file:
+    ``f`` after ``from m import f`` (or ``as f``), ``m.f`` after ``import m``; None otherwise."""
     name = dotted(func)
     if name is None or ctx.path in ("-", "<stdin>"):
         return None
@@ -66,35 +84,17 @@ def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
         if isinstance(node, ast.ImportFrom) and not rest:
             for alias in node.names:
                 if (alias.asname or alias.name) == head:
-                    return _function_in(ctx.path, node.module, node.level, alias.name)
+                    return node.module, node.level, alias.name
         elif isinstance(node, ast.Import) and rest and "." not in rest:
             for alias in node.names:
                 if (alias.asname or alias.name) == head:
-                    return _function_in(ctx.path, alias.name, 0, rest)
+                    return alias.name, 0, rest
     return None
 
 
-def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]") -> bool:
-    """The text of the definition an imported ``func`` names (in a project file) matches
-    ``pattern``: a cheap test, with no parse, before reading the function."""
-    name = dotted(func)
-    if name is None or ctx.path in ("-", "<stdin>"):
-        return False
-    head, _, rest = name.partition(".")
-    for node in statement_index(ctx).imports:
-        for alias in node.names:
-            if isinstance(node, ast.ImportFrom) and not rest and (alias.asname or alias.name) == head:
-                path = _module_file(ctx.path, node.module, node.level)
-                return bool(path) and _definition_matches(path, alias.name, pattern)
-            if isinstance(node, ast.Import) and rest and "." not in rest and (alias.asname or alias.name) == head:
-                path = _module_file(ctx.path, alias.name, 0)
-                return bool(path) and _definition_matches(path, rest, pattern)
-    return False
-
-
 def imported_step_names(ctx: FileContext) -> set[str]:
-    """Local names of imports whose definition (a function or class of a project file) or module
-    (``import steps``) mentions a backward call, judged from text alone."""
+    """Local names of imports whose definition (a function of a project file) or module
+    (``import steps``) holds a backward pass (``STEP_CALL``), judged from text alone."""
     def compute() -> set[str]:
         found: set[str] = set()
         if ctx.path in ("-", "<stdin>"):
@@ -263,11 +263,7 @@ def _may_define(path: str, name: str) -> bool:
     """The module's text defines ``name`` at top level (``def name``, ``class name``) or imports it:
     decided from one scan of its bytes, kept as a set of names (not the text) per module."""
     if path not in _top_names:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
-        except OSError:
-            data = b""
+        data = _read(path, MAX_BYTES + 1)
         names: set[str] = set()
         if len(data) <= MAX_BYTES:
             for match in TOP_NAMES.finditer(data):
@@ -341,7 +337,8 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
 @functools.lru_cache(maxsize=65536)
 def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.Pattern[bytes]", root: Optional[str]) -> bool:
     """The module an import line of a file in ``folder`` names is a project file whose text
-    matches ``pattern`` (never torch's own modules: the torch API, as in graph.py)."""
+    matches ``pattern`` (never torch's own modules: the torch API, as in graph.py). ``root`` (the
+    run's project, read by ``bound_of``) is part of the cache key only."""
     name = module.decode("ascii", "replace")
     if not dots and name.split(".")[0] == "torch":
         return False
@@ -377,9 +374,10 @@ def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
     return _matches[key]
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, limit: int = MAX_BYTES) -> bytes:
+    """Up to ``limit`` bytes of a module (empty when it cannot be read)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(MAX_BYTES)
+            return handle.read(limit)
     except OSError:
         return b""
