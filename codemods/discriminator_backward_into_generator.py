@@ -61,6 +61,7 @@ from fixer.analysis.protocol import zeroes_for
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 READING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)
@@ -170,7 +171,7 @@ def _may_freeze(ctx: FileContext, scope: Scope, modules: frozenset[str]) -> bool
             if not (qualified(ctx, func) or "").startswith("torch.") and any(_of_module(a, modules) for a in node.args):
                 return True
         elif isinstance(node, ast.For) and _of_module(node.iter, modules):
-            if any(isinstance(n, ast.Attribute) and n.attr == "requires_grad" and isinstance(n.ctx, ast.Store) for n in ast.walk(node)):
+            if any(isinstance(n, ast.Attribute) and n.attr == "requires_grad" and isinstance(n.ctx, ast.Store) for n in walk(node)):
                 return True
     return False
 

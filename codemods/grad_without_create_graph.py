@@ -61,6 +61,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, keyword_edit
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 MAX_DEPTH = 2
@@ -227,7 +228,7 @@ def _penalty_shaped(ctx: FileContext, read: ast.Attribute) -> bool:
     owner = dotted(read.value)
     uses_owner = any(
         isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == owner and not (isinstance(ctx.parent(n), ast.Attribute) and ctx.parent(n).attr == "grad")
-        for n in ast.walk(stmt.value)
+        for n in walk(stmt.value)
     )
     return not uses_owner and bool(PENALTY.search(ctx.text(stmt.value)))
 
@@ -284,7 +285,7 @@ def _calls(func: ast.expr, helper: Scope, caller: Scope) -> bool:
 def _backward_calls_in(stmt: ast.stmt, consumers: dict[int, BackwardCall]) -> list[BackwardCall]:
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
         return []  # compound statements: their inner statements are visited on their own
-    return [consumers[id(n)] for n in ast.walk(stmt) if id(n) in consumers]
+    return [consumers[id(n)] for n in walk(stmt) if id(n) in consumers]
 
 
 def _collected_into(stmt: ast.Expr) -> set[str]:
@@ -311,7 +312,7 @@ def _targets(stmt: ast.stmt) -> set[str]:
         targets = [stmt.target]
     else:
         return set()
-    return {name for target in targets for node in ast.walk(target) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
+    return {name for target in targets for node in walk(target) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
 
 
 def _flows(ctx: FileContext, expr: ast.expr, derived: set[str]) -> bool:
@@ -329,7 +330,7 @@ def _iterated_detached(ctx: FileContext, node: ast.expr) -> bool:
         return False
     comprehension = ctx.parent(generator)
     elements = [getattr(comprehension, field) for field in ("elt", "key", "value") if getattr(comprehension, field, None) is not None]
-    names = {n.id for g in getattr(comprehension, "generators", ()) for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+    names = {n.id for g in getattr(comprehension, "generators", ()) for n in walk(g.target) if isinstance(n, ast.Name)}
     return bool(elements) and not any(
         isinstance(n, ast.Name) and n.id in names for element in elements for n in flowing_nodes(ctx, element)
     )

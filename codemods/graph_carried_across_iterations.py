@@ -79,6 +79,7 @@ from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
@@ -149,7 +150,7 @@ def _only_through_container(ctx: FileContext, value: CarriedValue) -> bool:
     store_stmts = [s for s, _ in value.stores]
     for stmt, stored in value.stores:
         if isinstance(stored, ast.Name):
-            for node in ast.walk(scope_of(ctx, stmt).node if value.stored_elsewhere else value.iteration.node):
+            for node in walk(scope_of(ctx, stmt).node if value.stored_elsewhere else value.iteration.node):
                 if isinstance(node, ast.Name) and node.id == stored.id and isinstance(node.ctx, ast.Load):
                     if not any(contains(s, node) for s in store_stmts):
                         return False
@@ -169,7 +170,7 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
     if value.stored_elsewhere:
         # filled anywhere (``agent.rewards.append(r)`` in the training loop): every empty
         # ``self`` list this call reads into its loss that something appends to
-        filled = {node.func.value.attr for node in ast.walk(ctx.tree) if _appends_to_attribute(node)}
+        filled = {node.func.value.attr for node in walk(ctx.tree) if _appends_to_attribute(node)}
         owner = value.name.split(".", 1)[0]
         cls = None if owner == scope.self_name else object_class(ctx, owner)
         for name in sorted(feeding.live):
@@ -185,7 +186,7 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
             if defined and is_empty_container(initial) and not rebuilt and not managed_elsewhere(ctx, scope, name, cls):
                 buffers.append(name)
         return buffers
-    for node in ast.walk(it.node):
+    for node in walk(it.node):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")):
             continue
         name = dotted(node.func.value)
@@ -225,7 +226,7 @@ def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[s
     stmt = _body_statement(ctx, value.iteration.node, value.iteration.backward.node)
     if stmt is None or not ctx.is_own_line(stmt):
         return []
-    for node in ast.walk(value.iteration.node):
+    for node in walk(value.iteration.node):
         if isinstance(node, ast.Attribute) and dotted(node) in buffers and position(node) > (stmt.end_lineno, 0):
             return []
     at = ctx.line_end(stmt.end_lineno)

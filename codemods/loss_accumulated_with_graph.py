@@ -66,6 +66,7 @@ from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Diagnostic, Edit, Rule
 
 METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
@@ -311,7 +312,7 @@ def _graph_part(graph: GraphFacts, value: ast.expr, at: ast.AST) -> Optional[ast
 
 
 def _names_in(expr: ast.AST) -> set[str]:
-    return {name for node in ast.walk(expr) if (name := dotted(node))}
+    return {name for node in walk(expr) if (name := dotted(node))}
 
 
 def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
@@ -359,7 +360,7 @@ def _escapes(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str
 
 def _differentiable_gradient(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST, depth: int = 3) -> bool:
     """``value`` holds a gradient taken with ``create_graph=True`` (directly or through local names)."""
-    for node in ast.walk(value):
+    for node in walk(value):
         if isinstance(node, ast.Call) and qualified(ctx, node.func) in AUTOGRAD_GRAD:
             flag = next((k.value for k in node.keywords if k.arg == "create_graph"), None)
             if flag is not None and not (isinstance(flag, ast.Constant) and not flag.value):
@@ -505,7 +506,7 @@ def _calls_training_method(ctx: FileContext, scope: Scope, graph: GraphFacts, re
     methods = _training_methods(ctx)
     if not methods or not ctx.mentions(region, _method_call_text(ctx, methods)):
         return False
-    nodes = scope_nodes(scope) if region is scope.node else ast.walk(region)
+    nodes = scope_nodes(scope) if region is scope.node else walk(region)
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _training_methods(ctx):
             method = _instance_method(ctx, scope, graph, node.func)

@@ -72,6 +72,7 @@ from fixer.analysis.protocol import (
 )
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 # any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
@@ -176,7 +177,7 @@ def _step_function_top(ctx: FileContext, scope: Scope, step: Event) -> Optional[
     which runs the backward and the step itself."""
     callee = resolved_callee(ctx, scope, step.via)
     inner = optimizer_call(ctx, step.call) if callee is not None and (callee.ctx or ctx) is ctx else None
-    if inner is None or not any(step.call is n for n in ast.walk(callee.node)):
+    if inner is None or not any(step.call is n for n in walk(callee.node)):
         return None  # the step is in a helper of the helper: zero in the loop
     body = callee.node.body
     first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
@@ -230,7 +231,7 @@ def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: st
     the optimizer and its models are not rebuilt inside the loop."""
     models = optimizer_params(ctx).get(optimizer)
     objects = {optimizer} | set(models or ())
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad":
             if zeroes_for(ctx, dotted(node.func.value) or "", optimizer) is not False:
                 return True
@@ -270,7 +271,7 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
             return True
         inner = _parameters_receiving(callee, call, objects)
         return depth < MAX_HELPER_DEPTH and bool(inner) and any(
-            _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in ast.walk(callee.node) if isinstance(node, ast.Call)
+            _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in walk(callee.node) if isinstance(node, ast.Call)
         )
     body = _bound_lambda(ctx, call.func)
     if body is not None:  # judged by what it does, whatever its name
@@ -293,7 +294,7 @@ def _rebuilds_on_receiver(callee: Scope, call: ast.Call, objects: set[str]) -> b
         isinstance(node, ast.Assign) and any(
             (name := dotted(t)) and name.startswith(prefix) and receiver + name[len(callee.self_name):] in objects for t in node.targets
         )
-        for node in ast.walk(callee.node)
+        for node in walk(callee.node)
     )
 
 
@@ -321,9 +322,9 @@ def _is_attribute_of_class(scope: Scope, attr: str) -> bool:
     """``self.attr`` is assigned in the class (a module or callable stored on the instance)."""
     if scope.class_node is None:
         return False
-    for node in ast.walk(scope.class_node):
+    for node in walk(scope.class_node):
         if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Attribute) and t.attr == attr for target in node.targets for t in ast.walk(target)
+            isinstance(t, ast.Attribute) and t.attr == attr for target in node.targets for t in walk(target)
         ):
             return True
     return False
@@ -331,4 +332,4 @@ def _is_attribute_of_class(scope: Scope, attr: str) -> bool:
 
 def _rebinds(node: ast.AST, objects: set[str]) -> bool:
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return any(dotted(t) in objects for target in targets for t in ast.walk(target))
+    return any(dotted(t) in objects for target in targets for t in walk(target))

@@ -78,6 +78,7 @@ from fixer.analysis.shared_graph import (
     shared_saving_origins,
 )
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
@@ -161,7 +162,7 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
         shared = frozenset.intersection(*origins)
     elif isinstance(items, ast.ListComp) and len(items.generators) == 1 and not isinstance(loop.iter, ast.Call):
         generator = items.generators[0]
-        bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+        bound = {n.id for n in walk(generator.target) if isinstance(n, ast.Name)}
         flowing = [n for n in flowing_nodes(ctx, items.elt) if isinstance(n, (ast.Name, ast.Attribute))]
         sources = [n for n in flowing if (dotted(n) or "").split(".")[0] not in bound]
         if bound & {(dotted(n) or "").split(".")[0] for n in flowing}:
@@ -174,8 +175,8 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
 
 def _inert(ctx: FileContext, scope: Scope, stmts: list[ast.stmt], loop: ast.For) -> bool:
     """``stmts`` touch no gradient or parameter and bind no name the loop header reads."""
-    header = {n.id for part in (loop.target, loop.iter) for n in ast.walk(part) if isinstance(n, ast.Name)}
-    bound = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    header = {n.id for part in (loop.target, loop.iter) for n in walk(part) if isinstance(n, ast.Name)}
+    bound = {n.id for s in stmts for n in walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     return not header & bound and gradient_effect(ctx, scope, stmts) == Effect.NONE
 
 
@@ -342,7 +343,7 @@ def _all_available_at(ctx: FileContext, scope: Scope, chain: list[BackwardCall],
     """Every target means the same value at ``host`` as at its own call."""
     graph = facts(ctx, scope)
     for call in chain:
-        for node in ast.walk(call.target):
+        for node in walk(call.target):
             name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
             if name is None:
                 continue

@@ -80,6 +80,7 @@ from fixer.analysis.init_graphs import init_graphs
 from fixer.analysis.shared_graph import keyword_edit, saves_tensors
 from fixer.analysis.training_calls import steps_optimizer, training_calls
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 RANDOM = re.compile(r"(^|\.)(rand\w*|bernoulli|multinomial|normal|poisson|\w*dropout\w*|rrelu|gumbel_softmax|manual_seed|save|load|empty\w*)$")
@@ -188,9 +189,9 @@ def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> li
     allowed = {self_name} | imported_names(ctx)
     if self_name != scope.self_name or not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
         return []
-    if any(isinstance(n, ast.Name) and n.id not in allowed for n in ast.walk(stmt.value)):
+    if any(isinstance(n, ast.Name) and n.id not in allowed for n in walk(stmt.value)):
         return []
-    if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt.value)):
+    if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for n in walk(stmt.value)):
         return []
     body = scope.node.body
     first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
@@ -253,7 +254,7 @@ def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.A
 def _requires_grad_surely(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST, depth: int) -> bool:
     """Some input of ``expr`` is a leaf that requires grad, or a module built in this file and not
     frozen, or a name computed from one of those (a module passed in may be frozen: unknown)."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Call) and graph.is_module(node.func):
             module = ctx.text(node.func)
             if module in module_names(ctx) and not _frozen(ctx, module):
@@ -285,7 +286,7 @@ def _recompute_kind(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast
     if not _inputs_stable(ctx, graph, scope, value, stmt, loop):
         return None
     kind = "pure"
-    for node in ast.walk(value):
+    for node in walk(value):
         if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)) or isinstance(node, ast.comprehension):
             return None
         if not isinstance(node, ast.Call):

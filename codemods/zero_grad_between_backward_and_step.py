@@ -65,6 +65,7 @@ from fixer.analysis.protocol import (
 )
 from fixer.analysis.scopes import Scope
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 
@@ -163,7 +164,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
-    return any(isinstance(node, ast.Name) and node.id == name for target in targets for node in ast.walk(target))
+    return any(isinstance(node, ast.Name) and node.id == name for target in targets for node in walk(target))
 
 
 def _fills_grads_now(backward: Event) -> bool:

@@ -6,9 +6,7 @@ left untouched and reported as an error; a fix that would bring in a new finding
 
 from __future__ import annotations
 
-import ast
 import traceback
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
@@ -17,6 +15,7 @@ from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.analysis.project import STEP_CALL, imports_matching, set_root
 from fixer.fixcheck import Key, Matcher
+from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
@@ -70,9 +69,7 @@ def run_rules(
 ) -> tuple[list[Diagnostic], list[str]]:
     """All diagnostics of ``rules`` on ``text`` (minus suppressed ones) and any rule crashes.
     Raises SyntaxError if ``text`` does not parse."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(text, filename=path)
+    tree = parse(text, filename=path)
     ctx = FileContext(path, text, tree, newline, root)
     suppressions = suppressions_of(ctx)
     found: list[Diagnostic] = []
@@ -224,19 +221,28 @@ def is_notebook(path: str) -> bool:
     return path.lower().endswith(".ipynb")
 
 
-def process_source(path: str, data: bytes, options: Options, source: Optional[Source] = None) -> FileResult:
-    """Analyse (and fix) one file's bytes: Python source, or a notebook's JSON by its name."""
+def process_source(
+    path: str, data: bytes, options: Options, source: Optional[Source] = None, rules: Optional[list[type[Rule]]] = None
+) -> FileResult:
+    """Analyse (and fix) one file's bytes: Python source, or a notebook's JSON by its name.
+    ``rules``: the pre-filter's answer for ``data`` when the caller already has it."""
     set_root(options.root)  # imports resolve inside the file's project only
     if is_notebook(path):
         return _process_notebook(path, data, options, source)
-    return _process_python(path, data, options, source)
+    return _process_python(path, data, options, source, rules=rules)
 
 
 def _process_python(
-    path: str, data: bytes, options: Options, source: Optional[Source] = None, where: Callable[[int], str] = "line {}".format
+    path: str,
+    data: bytes,
+    options: Options,
+    source: Optional[Source] = None,
+    where: Callable[[int], str] = "line {}".format,
+    rules: Optional[list[type[Rule]]] = None,
 ) -> FileResult:
     result = FileResult(path)
-    rules = active_rules(data, options.rules, path)
+    if rules is None:
+        rules = active_rules(data, options.rules, path)
     refused = refusal(data, rules, options)
     if refused:
         result.errors.append(refused)
@@ -310,16 +316,17 @@ def _process_notebook(path: str, data: bytes, options: Options, source: Optional
 
 def process_file(path: str, options: Options) -> FileResult:
     set_root(options.root)
+    rules = None
     try:
         data = read_bytes(path)
         if not is_notebook(path):  # a notebook's pre-filter and size limit apply to its code
             rules = active_rules(data, options.rules, path)
             if not rules or refusal(data, rules, options):
-                return process_source(path, data, options)  # nothing to analyse, or why not
+                return process_source(path, data, options, rules=rules)  # nothing to analyse, or why not
         source = decode(data)
     except SourceError as exc:
         return FileResult(path, errors=[str(exc)])
-    result = process_source(path, data, options, source)
+    result = process_source(path, data, options, source, rules)
     if options.write and result.changed:
         _write(path, data, source, result)
     return result

@@ -58,7 +58,20 @@ class Diagnostic:
 
 # A call that backpropagates: x.backward(...), torch.autograd.grad/backward, an imported `grad`,
 # Lightning's manual_backward. `def backward(ctx, ...)` of an autograd.Function does not match.
-BACKWARD_CALL = re.compile(rb"\.backward\s*\(|autograd\.(?:grad|backward)\b|import[^\n#]*\bgrad\b|manual_backward")
+BACKWARD_ALTERNATIVES = (rb"\.backward\s*\(", rb"autograd\.(?:grad|backward)\b", rb"manual_backward", rb"import[^\n#]*\bgrad\b")
+BACKWARD_CALL = re.compile(b"|".join(BACKWARD_ALTERNATIVES))
+# BACKWARD_CALL's alternatives one by one: each starts with a literal, which re finds at memchr speed
+# (an alternation is tried at every byte), about twice as fast on a tree like torch's.
+BACKWARD_PARTS = tuple(re.compile(part) for part in BACKWARD_ALTERNATIVES)
+
+
+def has_backward_call(data: bytes) -> bool:
+    """``BACKWARD_CALL.search(data)``, fast: substring tests first, then each alternative alone."""
+    if b"backward" not in data and b"autograd" not in data:
+        return False
+    return any(part.search(data) for part in BACKWARD_PARTS)
+
+
 CODE_RE = re.compile(r"^GF\d{3}$")  # the hundreds digit is the family; 0xx: about graphfix's own comments
 # Every rule's documentation: the generated rules page, one anchor per code (docs/rules.md#gf301).
 DOCS_URL = "https://github.com/graphfix/graphfix/blob/main/docs/rules.md"
@@ -87,8 +100,8 @@ class Rule:
     def applies_to(cls, data: bytes) -> bool:
         """The cheap byte-level pre-filter: False means the file cannot hold this bug and is not
         parsed for it. Override when a single regex is too coarse."""
-        if cls.prefilter is BACKWARD_CALL and b"backward" not in data and b"autograd" not in data:
-            return False  # substring tests run at memchr speed; the regex only where they hit
+        if cls.prefilter is BACKWARD_CALL:
+            return has_backward_call(data)
         return cls.prefilter.search(data) is not None
 
     def check(self, ctx: "FileContext") -> Iterable[Diagnostic]:

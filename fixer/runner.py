@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import time
@@ -12,11 +13,16 @@ from fixer.engine import FileResult, Options, process_file
 
 _options: tuple[Options, ...] = ()
 INLINE_LIMIT = 8  # below this many files a process pool costs more than it saves
+# Parsing allocates ASTs by the million and almost none of them form cycles; at Python's default
+# (a young collection every 700 net allocations) the collector takes a third of a run's time.
+YOUNG_COLLECTION_EVERY = 10_000
 
 
 def _init(options: tuple[Options, ...]) -> None:
     global _options
     _options = options
+    gc.freeze()  # graphfix's own modules and options: never worth scanning again
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
 
 
 def _work(item: tuple[str, int]) -> FileResult:

@@ -33,8 +33,13 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 LINE_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
 
 
+OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines() breaks too
+
+
 def split_lines(text: str) -> list[str]:
     """Lines with their ends, broken where Python breaks them (never at form feed or U+2028)."""
+    if not (any(c in text for c in "\x0b\x0c\x1c\x1d\x1e") if text.isascii() else OTHER_BREAKS.search(text)):
+        return text.splitlines(keepends=True)  # the same lines, found in C
     lines, start = [], 0
     for match in LINE_BREAK.finditer(text):
         lines.append(text[start : match.end()])

@@ -10,6 +10,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 
 def defined_functions(ctx: FileContext) -> set[str]:
@@ -64,7 +65,7 @@ def _used_class_names(ctx: FileContext) -> set[str]:
     names whose classes matter here."""
     names = {qualified(ctx, base) for cls in statement_index(ctx).classes for base in cls.bases}
     for node in statement_index(ctx).assigns:
-        for call in ast.walk(node.value):
+        for call in walk(node.value):
             if isinstance(call, ast.Call):
                 names.add(qualified(ctx, call.func))
     return {n for n in names if n and not n.startswith("torch.")}

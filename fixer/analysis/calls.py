@@ -9,7 +9,8 @@ from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
-from fixer.context import FileContext
+from fixer.context import NOTHING, FileContext
+from fixer.nodes import walk
 
 AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
 AUTOGRAD_GRAD = ("torch.autograd.grad",)
@@ -79,7 +80,7 @@ def _looks_like_class(node: ast.expr) -> bool:
     return bool(name) and name[0].isupper() and not name.isupper() and len(name) > 1
 
 
-BACKWARD_TEXT = re.compile(r"backward\s*\(|\bgrad\s*\(")  # what backward_call can recognise
+BACKWARD_TEXT = re.compile(r"backward\s*\(|grad(?<!\wgrad)\s*\(")  # what backward_call can recognise
 OPTIMIZER_TEXT = re.compile(r"zero_grad|\.step\b")
 
 
@@ -117,31 +118,41 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
         return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
     short = owner.rsplit(".", 1)[-1]
     looks_like = OPTIMIZER_NAME.search(short) and not NOT_OPTIMIZER.search(short)
-    if len(node.args) <= 1 and (looks_like or owner in _bound_names(ctx)[0]):
+    if len(node.args) <= 1 and (looks_like or owner in _bound_optimizers(ctx)):
         return OptimizerCall(node, "step", owner)
     return None
 
 
 def is_scaler(ctx: FileContext, receiver: ast.expr) -> bool:
     """A gradient scaler: bound in this file to a ``GradScaler(...)``, or named one."""
-    return "scaler" in (last_name(receiver) or "").lower() or (dotted(receiver) or "") in _bound_names(ctx)[1]
+    return "scaler" in (last_name(receiver) or "").lower() or (dotted(receiver) or "") in _bound_scalers(ctx)
 
 
-def _bound_names(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
-    """(optimizers, gradient scalers): names this file binds to their construction, whatever the
-    names are (``n3 = torch.optim.SGD(...)``), to another such name, to what a function of this
-    file returns (``opt = self.optimizers()`` returning ``self._optimizer``), or a parameter
-    that every call of its function in this file passes one (``train(net, opt)``); names alone
-    say it only for the others."""
+def _bound_scalers(ctx: FileContext) -> frozenset[str]:
+    """Names this file binds to a ``GradScaler(...)``, whatever the names are."""
+
+    def compute() -> frozenset[str]:
+        return frozenset(
+            name
+            for assign in statement_index(ctx).assigns
+            if len(assign.targets) == 1 and (name := dotted(assign.targets[0]))
+            and isinstance(assign.value, ast.Call) and (last_name(assign.value.func) or "").endswith("GradScaler")
+        )
+
+    return ctx.memo("bound_scalers", compute)
+
+
+def _bound_optimizers(ctx: FileContext) -> frozenset[str]:
+    """Names this file binds to an optimizer's construction, whatever the names are
+    (``n3 = torch.optim.SGD(...)``), to another such name, to what a function of this file
+    returns (``opt = self.optimizers()`` returning ``self._optimizer``), or a parameter that
+    every call of its function in this file passes one (``train(net, opt)``); names alone say it
+    only for the others."""
     from fixer.analysis.protocol import is_optimizer_construction
 
-    def compute() -> tuple[frozenset[str], frozenset[str]]:
+    def compute() -> frozenset[str]:
         optimizers: set[str] = set()
-        scalers: set[str] = set()
         assigns = [(a, dotted(a.targets[0])) for a in statement_index(ctx).assigns if len(a.targets) == 1]
-        for assign, name in assigns:
-            if name and isinstance(assign.value, ast.Call) and (last_name(assign.value.func) or "").endswith("GradScaler"):
-                scalers.add(name)
         sites = _local_call_sites(ctx)
         callees = {id(call): callee for call, callee in sites}
         is_optimizer = lambda value: is_optimizer_construction(ctx, value) or dotted(value) in optimizers  # noqa: E731
@@ -153,7 +164,7 @@ def _bound_names(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
                     optimizers.add(name)
             optimizers |= _parameters_always_given(sites, is_optimizer)
             changed = len(optimizers) > before
-        return frozenset(optimizers), frozenset(scalers)
+        return frozenset(optimizers)
 
     return ctx.memo("bound_optimizers", compute)
 
@@ -222,7 +233,7 @@ def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
             return True
     if not training_functions(ctx) or not ctx.mentions(region, training_call_text(ctx)):
         return False
-    nodes = scope_nodes(scope) if inside else [n for n in ast.walk(region)]
+    nodes = scope_nodes(scope) if inside else [n for n in walk(region)]
     for node in nodes:
         if isinstance(node, ast.Call):
             callee = called_function(ctx, scope, node.func, imported=False)
@@ -247,8 +258,8 @@ def training_call_text(ctx: FileContext) -> "re.Pattern[str]":
     """Text that may call one of ``training_functions`` (a cheap gate before walking a scope)."""
 
     def compute() -> "re.Pattern[str]":
-        names = sorted(training_functions(ctx)) or ["(?!)"]
-        return re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names)))
+        names = sorted(training_functions(ctx))
+        return re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))) if names else NOTHING
 
     return ctx.memo("training_call_text", compute)
 

@@ -31,6 +31,7 @@ from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
+from fixer.nodes import child_nodes, walk
 
 CONTAINER_STORES = frozenset({"append", "appendleft", "insert"})
 RESETS = frozenset({"clear"})
@@ -230,7 +231,7 @@ def managed_elsewhere(ctx: FileContext, scope: Scope, name: str, cls: Optional[a
         for node in scope_nodes(other):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
                 return True
-            if isinstance(node, ast.Delete) and any(isinstance(b, ast.Attribute) and b.attr == attr for t in node.targets for b in ast.walk(t)):
+            if isinstance(node, ast.Delete) and any(isinstance(b, ast.Attribute) and b.attr == attr for t in node.targets for b in walk(t)):
                 return True
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RESETS | {"pop", "popleft"}:
                 if isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr:
@@ -343,7 +344,7 @@ def _reset_by_call_before(ctx, scope, it, name, read) -> bool:
     """``self.reset_state()`` before the read, where that method assigns ``name``."""
     if not name.startswith(f"{scope.self_name}."):
         return False
-    for node in ast.walk(it.node):
+    for node in walk(it.node):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and position(node) < position(read)):
             continue
         if dotted(node.func.value) == scope.self_name and always_runs(ctx, node, it.node):
@@ -377,15 +378,15 @@ def _only_data_of(value: ast.expr, name: str) -> bool:
     """``tuple([each.data for each in h])``, ``Variable(h.data)``: the value is rebuilt from the
     carried one, every use of it (or of a comprehension variable running over it) read through
     ``.data`` or ``.detach()``: its history is cut."""
-    parents = {id(child): node for node in ast.walk(value) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for node in walk(value) for child in child_nodes(node)}
     aliases = {name}
     iters = []
-    for node in ast.walk(value):
+    for node in walk(value):
         if isinstance(node, ast.comprehension) and name in names_in(node.iter) and isinstance(node.target, ast.Name):
             aliases.add(node.target.id)
             iters.append(node.iter)
     uses = 0
-    for node in ast.walk(value):
+    for node in walk(value):
         if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) in aliases):
             continue
         if any(contains(it, node) for it in iters) and dotted(node) == name:

@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Optional
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import walk_local
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "put", "push"})
 
@@ -18,7 +19,7 @@ def names_in(expr: Optional[ast.AST]) -> set[str]:
     """Dotted names read or written anywhere in ``expr`` (``self.h[0]`` -> {"self.h", "self"})."""
     if expr is None:
         return set()
-    return {name for node in ast.walk(expr) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
+    return {name for node in walk(expr) if isinstance(node, (ast.Name, ast.Attribute)) and (name := dotted(node))}
 
 
 def contains(outer: ast.AST, inner: ast.AST) -> bool:
@@ -38,7 +39,7 @@ def contains(outer: ast.AST, inner: ast.AST) -> bool:
                 return False
             if (inner_start, inner_end) != (start, end):
                 return True
-    return any(node is inner for node in ast.walk(outer))
+    return any(node is inner for node in walk(outer))
 
 
 def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:

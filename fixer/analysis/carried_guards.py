@@ -20,6 +20,7 @@ from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.shared_graph import NON_SAVING
 from fixer.context import FileContext
+from fixer.nodes import child_nodes, walk
 
 MAX_DEPTH = 6
 UNSURE_GUARDS = (ast.While, ast.For, ast.AsyncFor, ast.Try, ast.ExceptHandler, getattr(ast, "Match", ast.If))
@@ -85,7 +86,7 @@ def invariant_definitions(ctx: FileContext, graph: GraphFacts, loop: ast.AST, de
 
 def _rebound(graph: GraphFacts, ctx: FileContext, loop: ast.AST) -> set[str]:
     names = {n for n, defs in graph.assignments.items() if any(s is loop or inside(ctx, s, loop) for s, _ in defs)}
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if isinstance(node, ast.stmt):
             names |= statement_effect(node)[0]
     return names
@@ -93,8 +94,8 @@ def _rebound(graph: GraphFacts, ctx: FileContext, loop: ast.AST) -> set[str]:
 
 def _reads_any(test: ast.expr, rebound: set[str]) -> bool:
     """``test`` reads a rebound name, an attribute of one, or a prefix of a rebound attribute."""
-    parents = {id(c): n for n in ast.walk(test) for c in ast.iter_child_nodes(n)}
-    for node in ast.walk(test):
+    parents = {id(c): n for n in walk(test) for c in child_nodes(n)}
+    for node in walk(test):
         if not isinstance(node, (ast.Name, ast.Attribute)) or isinstance(parents.get(id(node)), ast.Attribute):
             continue  # only the longest dotted read (``self.mode``, not ``self``)
         name = dotted(node)
@@ -108,13 +109,13 @@ def _reads_any(test: ast.expr, rebound: set[str]) -> bool:
 
 def inplace_alias_cut(ctx: FileContext, loop: ast.AST, name: str, read: ast.AST) -> bool:
     """A ``for alias in name:`` inside ``loop`` before ``read`` whose body calls ``alias.detach_()``."""
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if not isinstance(node, (ast.For, ast.AsyncFor)) or dotted(node.iter) != name or position(node) >= position(read):
             continue
         if not isinstance(node.target, ast.Name):
             continue
         alias = node.target.id
-        for inner in ast.walk(node):
+        for inner in walk(node):
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "detach_":
                 if dotted(inner.func.value) == alias:
                     return True

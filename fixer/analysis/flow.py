@@ -17,6 +17,7 @@ from fixer.analysis.names import dotted
 from fixer.analysis.project import imported_function
 from fixer.analysis.scopes import NESTED, Scope, scopes, under_no_grad
 from fixer.context import FileContext
+from fixer.nodes import child_nodes, walk
 
 # grad-free ops (zero or no derivative): a value passing through them carries no usable graph
 ZERO_GRADIENT_METHODS = frozenset({"sign", "round", "floor", "ceil", "trunc", "bool", "long", "int"})
@@ -53,7 +54,7 @@ def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Itera
                 yield node
             continue
         yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(list(child_nodes(node))))
 
 
 def module_functions(ctx: FileContext) -> dict[str, Scope]:
@@ -121,7 +122,7 @@ def flowing_parameters(ctx: FileContext, helper: Scope) -> Optional[frozenset[st
         args = helper.node.args
         params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
         found: set[str] = set()
-        for node in ast.walk(helper.node):
+        for node in walk(helper.node):
             if isinstance(node, ast.Return) and node.value is not None and own_return(ctx, node, helper) and not under_no_grad(ctx, node):
                 found |= root_names(ctx, graph, node.value, node) & params
         ctx.cache[key] = frozenset(found)

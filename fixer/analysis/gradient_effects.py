@@ -18,6 +18,7 @@ from fixer.analysis.graph import PLAIN_BUILTINS, facts
 from fixer.analysis.names import qualified
 from fixer.analysis.scopes import NESTED, Scope, scopes
 from fixer.context import FileContext
+from fixer.nodes import child_nodes
 
 
 class Effect(enum.IntEnum):
@@ -55,7 +56,7 @@ def _walk(stmt: ast.AST):
         node = stack.pop()
         yield node
         if not isinstance(node, NESTED):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
 
 def _node_effect(ctx: FileContext, scope: Scope, node: ast.AST, depth: int) -> Effect:

@@ -19,6 +19,7 @@ from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 
 class Kind(enum.IntEnum):
@@ -186,7 +187,7 @@ class GraphFacts:
 
     def _comprehension(self, expr: ast.expr, at: ast.AST, seen: set) -> Kind:
         """What the elements hold; a comprehension variable holds what its iterable's elements do."""
-        bound = {n.id: g.iter for g in expr.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        bound = {n.id: g.iter for g in expr.generators for n in walk(g.target) if isinstance(n, ast.Name)}
         self._bound.append(bound)
         try:
             return self.kind(expr.elt, at, seen)
@@ -343,7 +344,7 @@ def _requires_grad_true(call: ast.Call) -> bool:
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    return any(node is inner for node in ast.walk(outer)) if outer is not inner else True
+    return any(node is inner for node in walk(outer)) if outer is not inner else True
 
 
 def facts(ctx: FileContext, scope: Scope) -> GraphFacts:

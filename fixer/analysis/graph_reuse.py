@@ -17,11 +17,12 @@ from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOPS, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, retains_graph
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Edit
 
 def names_in(expr: ast.AST) -> set[str]:
     """Every dotted name mentioned in ``expr`` (``a``, ``self.w``, ``self``)."""
-    return {name for node in ast.walk(expr) if (name := dotted(node))}
+    return {name for node in walk(expr) if (name := dotted(node))}
 
 
 def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
@@ -50,7 +51,7 @@ def assigned_names(node: ast.AST) -> list[str]:
         return []
     found = []
     for target in targets:
-        for part in ast.walk(target):
+        for part in walk(target):
             if isinstance(part, (ast.Name, ast.Attribute)) and isinstance(part.ctx, ast.Store):
                 name = dotted(part)
                 if name:

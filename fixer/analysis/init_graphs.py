@@ -11,6 +11,8 @@ inside a loop of this file (one call would not fail)."""
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from typing import Callable
 
 from fixer.analysis.calls import BackwardCall, backward_calls
@@ -20,6 +22,7 @@ from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
+from fixer.nodes import child_nodes, walk
 
 InitGraph = tuple[str, ast.Assign, list[BackwardCall]]
 
@@ -29,8 +32,8 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
     that surely require grad (the rule's own test of a graph worth reporting)."""
     if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or not backward_calls(ctx, scope):
         return []
-    if scope.node.name not in _called_in_loops(ctx):
-        return []
+    if not ctx.mentions(ctx.tree, _method_call_text(scope.node.name)) or scope.node.name not in _called_in_loops(ctx):
+        return []  # the text never calls the method: no need to walk the file for loops
     calls = [
         c for c in backward_calls(ctx, scope)
         if frees_graph(c) and c.kind != "autograd.grad" and not enclosing_loops(ctx, ctx.statement_of(c.node), scope)
@@ -67,7 +70,7 @@ def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.As
         for node in scope_nodes(other):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
             for target in targets:
-                for part in ast.walk(target):
+                for part in walk(target):
                     if isinstance(part, ast.Attribute) and dotted(part.value) == other.self_name:
                         counts[part.attr] = counts.get(part.attr, 0) + (1 if other is init else 2)
                         if other is init and isinstance(node, ast.Assign) and len(node.targets) == 1 and part is target:
@@ -75,16 +78,23 @@ def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.As
     return {a: s for a, s in first.items() if counts[a] == 1 and always_runs(ctx, s, init.node)}
 
 
+@functools.lru_cache(maxsize=4096)
+def _method_call_text(name: str) -> "re.Pattern[str]":
+    return re.compile(r"\.\s*%s\s*\(" % re.escape(name))
+
+
 def _called_in_loops(ctx: FileContext) -> set[str]:
     """Method names called as ``x.<name>(...)`` inside a loop anywhere in this file (one walk)."""
 
     def compute() -> set[str]:
         found: set[str] = set()
-        for loop in ast.walk(ctx.tree):
-            if isinstance(loop, LOOPS):
-                for node in ast.walk(loop):
-                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                        found.add(node.func.attr)
+        todo: list[tuple[ast.AST, bool]] = [(ctx.tree, False)]  # (node, inside a loop)
+        while todo:
+            node, in_loop = todo.pop()
+            if in_loop and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                found.add(node.func.attr)
+            in_loop = in_loop or isinstance(node, LOOPS)
+            todo.extend((child, in_loop) for child in child_nodes(node))
         return found
 
     return ctx.memo("called_in_loops", compute)

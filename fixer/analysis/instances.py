@@ -15,6 +15,7 @@ from fixer.analysis.names import dotted
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft"})
 
@@ -40,7 +41,7 @@ def keeps_argument(ctx: FileContext, cls: ast.ClassDef, method: str) -> Optional
         changed = False
         for node in nodes:
             if isinstance(node, ast.Assign) and _flowing_names(ctx, node.value) & derived:
-                new = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)} - derived
+                new = {n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)} - derived
                 derived |= new
                 changed = changed or bool(new)
     for node in nodes:

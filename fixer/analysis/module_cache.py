@@ -31,6 +31,7 @@ from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import child_nodes, walk
 
 CUTS = ("detach", "repackage", "reset", "clear")
 SETUP = frozenset({"__init__", "reset_parameters", "_reset_parameters", "extra_repr"})
@@ -178,7 +179,7 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
     own = {id(m.node) for m in methods}
     for stmt in statement_index(ctx).assigns:
         for target in stmt.targets:
-            for node in ast.walk(target):
+            for node in walk(target):
                 if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store):
                     scope = scope_of(ctx, stmt)
                     if id(scope.node) not in own and dotted(node.value) != scope.self_name:
@@ -264,7 +265,7 @@ def stores_graph(ctx: FileContext, method: Scope, methods: list[Scope], value: a
             pending += [v for s, v in graph.assignments.get(name, []) if v is not None and isinstance(s, ast.Assign)]
     helpers = {m.node.name for m in methods}
     for source in sources:
-        for node in ast.walk(source):
+        for node in walk(source):
             if isinstance(node, ast.Call) and not _tensor_op(ctx, node, method.self_name, helpers):
                 return False
     params = [a.arg for a in method.node.args.posonlyargs + method.node.args.args][1:]
@@ -278,9 +279,9 @@ LIKE = frozenset({"type_as", "to", "new_zeros", "new_ones", "new_empty", "new_fu
 def _data_names(expr: ast.expr) -> set[str]:
     """Names whose values flow into ``expr`` as data: not through metadata (``x.size(1)``,
     ``x.device``) nor as the template of ``t.type_as(x)`` / ``t.to(x.dtype)``."""
-    parents = {id(child): node for node in ast.walk(expr) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for node in walk(expr) for child in child_nodes(node)}
     found = set()
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
             continue
         parent = parents.get(id(node))

@@ -10,12 +10,12 @@ import ast
 import functools
 import os
 import re
-import warnings
-from typing import Optional
+from typing import Iterator, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import parse
 from fixer.source import SourceError, decode, read_bytes
 
 MAX_BYTES = 1_000_000
@@ -152,7 +152,7 @@ def _imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, 
 
 
 def _class_in(path: Optional[str], name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
-    other = _load(path) if path and name and _may_define(path, name) else None
+    other = _load(path) if path and name and _may_define(path, name, ast.ClassDef) else None
     if other is not None:
         for cls in other.tree.body:
             if isinstance(cls, ast.ClassDef) and cls.name == name:
@@ -164,7 +164,7 @@ def _definition_in(importer: str, module: Optional[str], level: int, name: str, 
     """(context, node) of the top-level ``kind`` definition ``name`` in the module ``importer``
     imports, following re-exports of a package's own modules; None if unknown."""
     path = _module_file(importer, module, level)
-    if path is None or not _may_define(path, name):
+    if path is None or not _may_define(path, name, kind):
         return None  # decided from the text: the module is parsed only when it may hold the name
     other = _load(path)
     if other is None:
@@ -255,23 +255,28 @@ def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optiona
     return None
 
 
-_top_names: dict[str, frozenset[str]] = {}
-TOP_NAMES = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^[ \t]*from[^\n]*import[ \t]*(?:\(([^)]*)\)|([^\n#]*))", re.MULTILINE)
+# Top-level definitions, each found from its literal start (``\nclass``) at memchr speed.
+TOP_CLASS = re.compile(rb"\nclass[ \t]+(\w+)")
+TOP_FUNCTIONS = (re.compile(rb"\ndef[ \t]+(\w+)"), re.compile(rb"\nasync[ \t]+def[ \t]+(\w+)"))
+_top_names: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
 
 
-def _may_define(path: str, name: str) -> bool:
-    """The module's text defines ``name`` at top level (``def name``, ``class name``) or imports it:
-    decided from one scan of its bytes, kept as a set of names (not the text) per module."""
+def _may_define(path: str, name: str, kind) -> bool:
+    """The module's text defines ``name`` at top level as a ``kind`` (``ast.ClassDef``, or the
+    function definitions) or imports it: decided from one scan of its bytes, kept as sets of names
+    (not the text) per module. A function is never parsed for as a class, nor the reverse."""
     if path not in _top_names:
-        data = _read(path, MAX_BYTES + 1)
-        names: set[str] = set()
-        if len(data) <= MAX_BYTES:
-            for match in TOP_NAMES.finditer(data):
-                defined, grouped, imported = match.groups()
-                words = [defined] if defined else re.findall(rb"\w+", grouped or imported or b"")
-                names.update(w.decode("ascii", "replace") for w in words)
-        _top_names[path] = frozenset(names)
-    return name in _top_names[path]
+        data = b"\n" + _read(path, MAX_BYTES + 1)
+        classes, functions, imported = set(), set(), set()
+        if len(data) <= MAX_BYTES + 1:
+            classes = {m.group(1).decode("ascii", "replace") for m in TOP_CLASS.finditer(data)}
+            functions = {m.group(1).decode("ascii", "replace") for p in TOP_FUNCTIONS for m in p.finditer(data)}
+            for match in import_lines(data):
+                _, _, grouped, listed, _, _ = match.groups()
+                imported.update(w.decode("ascii", "replace") for w in re.findall(rb"\w+", grouped or listed or b""))
+        _top_names[path] = (frozenset(classes), frozenset(functions), frozenset(imported))
+    classes, functions, imported = _top_names[path]
+    return name in imported or name in (classes if kind is ast.ClassDef else functions)
 
 
 def _load(path: str) -> Optional[FileContext]:
@@ -280,9 +285,7 @@ def _load(path: str) -> Optional[FileContext]:
         try:
             if os.path.getsize(path) <= MAX_BYTES:
                 source = decode(read_bytes(path))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    _loaded[path] = FileContext(path, source.text, ast.parse(source.text, filename=path), source.newline)
+                _loaded[path] = FileContext(path, source.text, parse(source.text, filename=path), source.newline)
         except (OSError, SourceError, SyntaxError, ValueError, RecursionError):
             pass
     return _loaded[path]
@@ -295,6 +298,21 @@ IMPORT_LINE = re.compile(
 _matches: dict[tuple[str, str, bytes], bool] = {}
 
 
+def import_lines(data: bytes) -> Iterator["re.Match[bytes]"]:
+    """``IMPORT_LINE.finditer(data)``, found from each ``import`` by ``bytes.find``: a regex tried
+    at every line start costs most of the pre-filter on a large tree."""
+    start = end = 0
+    while (at := data.find(b"import", start)) >= 0:
+        start = at + len(b"import")
+        line = data.rfind(b"\n", 0, at) + 1
+        if line < end:
+            continue  # inside the previous match (a parenthesised name list)
+        match = IMPORT_LINE.match(data, line)
+        if match and match.end() > at:
+            end = match.end()
+            yield match
+
+
 def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bool:
     """True if the file (its bytes ``data``) calls a function or class it imports from a module of
     its own project whose definition's text matches ``pattern`` (``from steps import train_step``
@@ -304,7 +322,7 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
     if path in ("-", "<stdin>") or b"import" not in data:
         return False
     folder = os.path.dirname(os.path.abspath(path))
-    for match in IMPORT_LINE.finditer(data):
+    for match in import_lines(data):
         raw_dots, raw_module, _, _, raw_plain, _ = match.groups()
         package = not raw_plain and raw_dots and not raw_module  # ``from . import steps``: the package's modules
         if not package and not _imports_step_module(folder, raw_dots or b"", raw_plain or raw_module or b"", pattern, _root):
@@ -370,7 +388,8 @@ def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]") -> b
 def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
     key = (path, "", pattern.pattern)
     if key not in _matches:
-        _matches[key] = pattern.search(_read(path)) is not None
+        data = _read(path)
+        _matches[key] = (pattern is not STEP_CALL or b"backward" in data) and pattern.search(data) is not None
     return _matches[key]
 
 

@@ -14,6 +14,7 @@ from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody")
 CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.BoolOp, ast.comprehension, ast.Match)
@@ -173,7 +174,7 @@ def _models_in(ctx: FileContext, assign: ast.Assign, params: ast.expr, depth: in
     assignment in the same function (``ge = chain(g.parameters(), e.parameters())``), so naming
     the list or writing it inline gives the same answer. None when some part is unknown."""
     models: set[str] = set()
-    for node in ast.walk(params):
+    for node in walk(params):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("parameters", "named_parameters"):
             model = dotted(node.func.value)
             if model is None:
@@ -210,7 +211,7 @@ def _bindings(ctx: FileContext, scope: ast.AST) -> dict[str, list[ast.Name]]:
 
     def compute() -> dict[str, list[ast.Name]]:
         found: dict[str, list[ast.Name]] = {}
-        for node in ast.walk(scope):
+        for node in walk(scope):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 found.setdefault(node.id, []).append(node)
         return found
@@ -242,7 +243,7 @@ def _aliases(ctx: FileContext, assign: ast.Assign, models: set[str]) -> set[str]
     if function is None:
         return set()
     found = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted(node.value) in models:
             target = dotted(node.targets[0])
             if target:
@@ -330,7 +331,7 @@ def touches_grads(ctx: FileContext, stmt: ast.stmt, objects: set[str]) -> bool:
     """True if ``stmt`` may read or write ``.grad`` other than by clipping: a ``.grad`` attribute,
     a call whose name says ``grad`` (``apply_grads``), or an unknown helper that receives one of
     ``objects`` (the optimizer, its models) as an argument."""
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if isinstance(node, ast.Attribute) and node.attr in ("grad", "_grad", "main_grad"):
             return True
         if not isinstance(node, ast.Call):

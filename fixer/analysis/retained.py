@@ -23,6 +23,7 @@ from fixer.analysis.names import dotted, import_aliases, qualified
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
+from fixer.nodes import child_nodes, walk
 
 DETACHING = frozenset(
     {"detach", "detach_", "item", "tolist", "numpy", "data_ptr", "size", "dim", "numel", "nelement", "element_size",
@@ -124,14 +125,14 @@ class GraphSources:
             for value in expr.values:
                 self._visit(value, at, through_call, back, out, seen, bound)
         elif isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            inner = bound | {n.id for g in expr.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            inner = bound | {n.id for g in expr.generators for n in walk(g.target) if isinstance(n, ast.Name)}
             for generator in expr.generators:
                 self._visit(generator.iter, at, True, back, out, seen, bound)
             elements = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
             for element in elements:
                 self._visit(element, at, through_call, back, out, seen, inner)
         else:
-            for child in ast.iter_child_nodes(expr):
+            for child in child_nodes(expr):
                 if isinstance(child, ast.expr):
                     self._visit(child, at, through_call, back, out, seen, bound)
 
@@ -295,7 +296,7 @@ class GraphSources:
 def _before(stmt: ast.AST, at: ast.AST) -> bool:
     """``stmt`` finishes before ``at`` starts (and does not contain it)."""
     end = (getattr(stmt, "end_lineno", stmt.lineno), getattr(stmt, "end_col_offset", 0))
-    return end <= (at.lineno, at.col_offset) and not any(n is at for n in ast.walk(stmt))
+    return end <= (at.lineno, at.col_offset) and not any(n is at for n in walk(stmt))
 
 
 def _within(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
@@ -331,7 +332,7 @@ def _unpacks_names(value: Optional[ast.expr]) -> bool:
 
 
 def _names(expr: ast.expr) -> list[str]:
-    return [name for node in ast.walk(expr) if (name := dotted(node))]
+    return [name for node in walk(expr) if (name := dotted(node))]
 
 
 def _container(node: ast.expr) -> ast.expr:
@@ -374,7 +375,7 @@ def _plain_attribute(ctx: FileContext, scope: Scope, name: str) -> bool:
         for node in scope_nodes(method):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
             for target in targets:
-                for element in ast.walk(target):
+                for element in walk(target):
                     if isinstance(element, ast.Attribute) and element.attr == attribute and dotted(element.value) == method.self_name:
                         values.append((method, node.value))
     return bool(values) and all(_plain_value(method, value) for method, value in values)

@@ -18,6 +18,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
 from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 # callees known not to backpropagate through (or keep) a tensor they are given
 HARMLESS_BUILTINS = frozenset(
@@ -102,7 +103,7 @@ def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator
     elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
-            for element in ast.walk(target):
+            for element in walk(target):
                 if isinstance(element, ast.Attribute) and isinstance(element.ctx, ast.Store):
                     yield node.value, f"is stored on `{dotted(element) or 'an object'}`"
                 elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and not _owned(element, local):
@@ -151,7 +152,7 @@ def _names_read_elsewhere(ctx: FileContext, scope: Scope) -> set[str]:
         roots = [s.node for s in scopes(ctx) if s.node is not scope.node]
     else:
         roots = [n for n in scope_nodes(scope) if isinstance(n, NESTED)]
-    return {n.id for root in roots for n in ast.walk(root) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {n.id for root in roots for n in walk(root) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _after(node: ast.AST, call: ast.AST) -> bool:

@@ -8,6 +8,7 @@ from typing import Iterable, Iterator, Optional, Union
 
 from fixer.analysis.names import is_torch, qualified
 from fixer.context import FileContext
+from fixer.nodes import child_nodes
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
@@ -94,7 +95,7 @@ def walk_local(nodes: Iterable[ast.AST], include_root: bool = False, ctx: Option
         yield node
         if isinstance(node, NESTED):
             continue
-        children = list(ast.iter_child_nodes(node))
+        children = list(child_nodes(node))
         if ctx is not None:
             for child in children:
                 ctx.set_parent(child, node)

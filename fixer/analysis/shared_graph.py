@@ -25,6 +25,7 @@ from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
 from fixer.context import FileContext
+from fixer.nodes import walk
 from fixer.rule import Edit
 
 # Operations whose backward needs no saved tensor (shape bookkeeping, sums, copies).
@@ -205,7 +206,7 @@ def _returned_origins(ctx: FileContext, helper: Scope, depth: int) -> tuple[set[
         flowing: set[str] = set()
         own_graph = saves = False
         elements_share = True
-        for node in ast.walk(helper.node):
+        for node in walk(helper.node):
             if not isinstance(node, ast.Return) or node.value is None or not own_return(ctx, node, helper):
                 continue
             if under_no_grad(ctx, node):

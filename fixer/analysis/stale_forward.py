@@ -27,6 +27,7 @@ from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, under_no_grad
 from fixer.analysis.shared_graph import NON_SAVING, flowing_nodes, reaching, retains_graph, runs_after_in_same_pass, shared_saving_origins
 from fixer.context import FileContext
+from fixer.nodes import walk as walk_nodes
 
 MAX_DEPTH = 6  # assignments followed back from the loss
 PURE_BUILTINS = frozenset({"min", "max", "sum", "abs"})
@@ -187,7 +188,7 @@ def _recompute(ctx: FileContext, graph: GraphFacts, call: BackwardCall, roots: t
             return None  # a multi-line statement is copied only at its own indentation
         if not _forward_only(ctx, graph, stmt.value, stmt):
             return None
-        for node in ast.walk(stmt.value):
+        for node in walk_nodes(stmt.value):
             name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
             if name is None or name in rebound:
                 continue
@@ -210,7 +211,7 @@ def _targets(stmt: ast.stmt) -> list[str]:
 def _forward_only(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST) -> bool:
     """Every call in ``expr`` is a module's forward, a torch function or a tensor method: running it
     again has no effect but recomputing values (no sampling helper, no logging)."""
-    for node in ast.walk(expr):
+    for node in walk_nodes(expr):
         if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
             return False
         if not isinstance(node, ast.Call):

@@ -11,6 +11,8 @@ from functools import lru_cache
 from types import CodeType
 from typing import Optional
 
+from fixer.nodes import child_nodes, walk
+
 _MUTATORS = ("append", "extend", "insert", "add", "update", "__setitem__")
 
 
@@ -23,7 +25,7 @@ def _tree(filename: str) -> Optional[ast.Module]:
 
 
 def _function(tree: ast.Module, code: CodeType) -> Optional[ast.AST]:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             if first == code.co_firstlineno or node.lineno == code.co_firstlineno:
@@ -38,7 +40,7 @@ def _named(node: ast.AST, name: str, attribute: bool) -> bool:
 def _stores(node: ast.AST, name: str, attribute: bool) -> bool:
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return any(_named(t, name, attribute) for target in targets for t in ast.walk(target))
+        return any(_named(t, name, attribute) for target in targets for t in walk(target))
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
         return isinstance(func, ast.Attribute) and func.attr in _MUTATORS and _named(func.value, name, attribute)
@@ -47,13 +49,13 @@ def _stores(node: ast.AST, name: str, attribute: bool) -> bool:
 
 def _own_nodes(function: ast.AST):
     """The nodes of a function (or module) body, not of the functions and classes it defines."""
-    stack = list(ast.iter_child_nodes(function))
+    stack = list(child_nodes(function))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
 
 
 def loop_line(code: CodeType, line: int) -> Optional[int]:
