@@ -21,7 +21,9 @@ from fixer.source import SourceError, decode, read_bytes
 MAX_BYTES = 1_000_000
 # a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
 # is never one): the text a step function's definition must hold
-STEP_CALL = re.compile(rb"\.backward\s*\(|autograd\.backward\b|manual_backward")
+STEP_ALTERNATIVES = (rb"\.backward\s*\(", rb"autograd\.backward\b", rb"manual_backward")
+STEP_CALL = re.compile(b"|".join(STEP_ALTERNATIVES))
+STEP_PARTS = tuple(re.compile(part) for part in STEP_ALTERNATIVES)  # each found at memchr speed
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
 MAX_LOADED = 2048  # parsed project files kept between files: a batch of many repositories stays in bounded memory
 _loaded: dict[str, Optional[FileContext]] = {}
@@ -241,18 +243,57 @@ def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optiona
         bases = [folder]
     else:
         bases = [folder]  # the importer's folder, then each package level above it
-        while os.path.isfile(os.path.join(folder, "__init__.py")):
+        while _is_file(os.path.join(folder, "__init__.py")):
             folder = os.path.dirname(folder)
             bases.append(folder)
     for base in bases:
+        if parts and parts[0] not in _listing(base)[1] and not (len(parts) == 1 and parts[0] + ".py" in _listing(base)[0]):
+            continue  # neither a module nor a package of that name here: no path to build
         stem = os.path.join(base, *parts)
         package = os.path.join(stem, "__init__.py")
         if not parts:  # ``from . import x``: the package itself
-            return package if level and os.path.isfile(package) else None
+            return package if level and _is_file(package) else None
         for candidate in (stem + ".py", package):
-            if os.path.isfile(candidate):
+            if _is_file(candidate):
                 return candidate
     return None
+
+
+def _is_file(path: str) -> bool:
+    """``os.path.isfile(path)``, answered from its folder's listing: one ``scandir`` a folder
+    instead of a ``stat`` for every module an import line might name (``import numpy`` probes
+    each package level of a deep tree)."""
+    folder, name = os.path.split(path)
+    return name in _listing(folder)[0]
+
+
+@functools.lru_cache(maxsize=65536)
+def _listing(folder: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Names of the regular files and of the folders (or links to one) in ``folder``; empty if
+    it cannot be listed."""
+    files, folders = set(), set()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_file():
+                        files.add(entry.name)
+                    elif entry.is_dir():
+                        folders.add(entry.name)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return frozenset(files), frozenset(folders)
+
+
+def forget_project_files() -> None:
+    """Drop everything known about project files (a long-lived process, as the language server,
+    sees files change between two analyses)."""
+    for cache in (_loaded, _top_names, _definitions, _matches, _repositories):
+        cache.clear()
+    for cached in (_module_in_folder, _listing, _imports_step_module):
+        cached.cache_clear()
 
 
 # Top-level definitions, each found from its literal start (``\nclass``) at memchr speed.
@@ -389,7 +430,10 @@ def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
     key = (path, "", pattern.pattern)
     if key not in _matches:
         data = _read(path)
-        _matches[key] = (pattern is not STEP_CALL or b"backward" in data) and pattern.search(data) is not None
+        if pattern is STEP_CALL:
+            _matches[key] = b"backward" in data and any(part.search(data) for part in STEP_PARTS)
+        else:
+            _matches[key] = pattern.search(data) is not None
     return _matches[key]
 
 
