@@ -30,7 +30,7 @@ from fixer.output import FORMATS, render
 from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
 from fixer.rule import rule_url
 from fixer.hierarchy import ConfigTree, Flags
-from fixer.interactive import Terminal, review_results
+from fixer.interactive import Terminal, review_results, usage_problem
 from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
@@ -107,8 +107,8 @@ def check(
     _silent = silent
     if diff and fix:
         _usage("--diff and --fix cannot be combined")
-    if interactive:
-        _interactive_usage(fix, diff, paths, stdin_filename, silent)
+    if interactive and (problem := usage_problem(fix, diff, "-" in (paths or []) or stdin_filename is not None, silent)):
+        _usage(problem)
     if branch is not None and (fix or not branches.valid_name(branch)):
         _usage("--branch leaves your files as they are: run --fix separately" if fix else f"--branch {branch!r} is not a valid branch name")
     if report_file is not None and not report_file.endswith(report.SUFFIXES):
@@ -149,18 +149,6 @@ def check(
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
-
-
-def _interactive_usage(fix: bool, diff: bool, paths: Optional[List[str]], stdin_filename: Optional[str], silent: bool) -> None:
-    """--interactive asks about the fixes --fix would write, on a terminal."""
-    if not fix or diff:
-        _usage("--interactive reviews the fixes of --fix: give --fix (not --diff)")
-    if "-" in (paths or []) or stdin_filename is not None:
-        _usage("--interactive cannot review a buffer read from stdin ('-'): it asks its questions there")
-    if silent:
-        _usage("--interactive asks on the terminal: it cannot be --silent")
-    if not sys.stdin.isatty():
-        _usage("--interactive needs a terminal on stdin to read the answers from")
 
 
 def _config_errors(tree: ConfigTree) -> bool:

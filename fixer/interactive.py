@@ -8,10 +8,12 @@ without writing the file under review (files finished before it stay written).""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, TextIO
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Optional, Sequence, TextIO
 
 from fixer.analysis.project import set_root
 from fixer.apply import apply_edits
@@ -126,6 +128,19 @@ class NotebookDocument(Document):
         return rebuild(self.notebook, self.program.reread(text))
 
 
+def usage_problem(fix: bool, diff: bool, reads_stdin: bool, silent: bool) -> Optional[str]:
+    """Why --interactive cannot be used with these options (None: it can)."""
+    if not fix or diff:
+        return "--interactive reviews the fixes of --fix: give --fix (not --diff)"
+    if reads_stdin:
+        return "--interactive cannot review a buffer read from stdin ('-'): it asks its questions there"
+    if silent:
+        return "--interactive asks on the terminal: it cannot be --silent"
+    if not sys.stdin.isatty():
+        return "--interactive needs a terminal on stdin to read the answers from"
+    return None
+
+
 @dataclass
 class Session:
     terminal: Terminal
@@ -133,6 +148,7 @@ class Session:
     written: int = 0
     left: int = 0  # files with fixes not reviewed (after q)
     interrupted: bool = False
+    saved: set[int] = field(default_factory=set)  # id() of the results _save brought up to date
 
 
 def review_results(results: Sequence[FileResult], options_of: Callable[[str], Options], terminal: Terminal) -> Session:
@@ -147,13 +163,15 @@ def review_results(results: Sequence[FileResult], options_of: Callable[[str], Op
         try:
             _review_file(result, options_of(result.path), session)
         except KeyboardInterrupt:
-            session.interrupted, session.left = True, len(files) - index
-            terminal.say("\ninterrupted: this file was not written", "note")
+            session.interrupted, session.left = True, len(files) - index - result.written
+            terminal.say("\ninterrupted" + ("" if result.written else ": this file was not written"), "note")
             break
-    for result in results:  # what no one accepted is no change of this run
-        if result.changed and not result.written:
+    for result in files:  # what no one accepted is no change of this run; unreviewed files keep every finding
+        if not result.written:
             result.original = result.fixed = None
             result.cells = []
+        if id(result) not in session.saved:
+            result.remaining = result.diagnostics
     tally = session.tally
     tail = f", {tally.refused} refused by the checks" if tally.refused else ""
     tail += f"; {session.written} file(s) written"
@@ -189,11 +207,24 @@ def _review_file(result: FileResult, options: Options, session: Session) -> None
 
     outcome = review(result.path, doc.text, findings, options, doc.newline, rules, ask, session.tally,
                      lambda message: terminal.say(message, "note"))
-    _save(result, doc, data, outcome, session)
+    with _signals_held():  # a Ctrl-C during the write counts after it: the result says what the file holds
+        _save(result, doc, data, outcome, session)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    held = {signal.SIGINT} if hasattr(signal, "pthread_sigmask") else set()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if held else None
+    try:
+        yield
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _save(result: FileResult, doc: Document, data: bytes, outcome: Reviewed, session: Session) -> None:
     """Write the accepted fixes, if any; the result says what the file now holds."""
+    session.saved.add(id(result))
     result.remaining = [doc.located(outcome.text, d) for d in outcome.findings]
     if outcome.problems:
         result.errors.extend(outcome.problems)

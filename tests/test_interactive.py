@@ -213,6 +213,7 @@ def test_q_writes_what_the_file_accepted_and_reviews_no_other_file(tmp_path):
     assert out.endswith("graphfix: 1 fix(es) accepted, 2 skipped; 1 file(s) written; 1 file(s) with fixes not reviewed\n")
     assert [r.written for r in results] == [True, False] and results[0].fixed == fixed(0)
     assert [d.line for d in results[0].remaining] == [16, 17] and results[1].fixed is None
+    assert [d.line for d in results[1].remaining] == [15, 16, 17]  # the run's --fix had none left
 
 
 def test_d_moves_to_the_next_file_and_a_accepts_the_rest_of_it(tmp_path):

@@ -68,7 +68,7 @@ def pane_in(tmp_path):
     panes: list[Pane] = []
 
     def start(*args: str) -> Pane:
-        command = f"env PYTHONPATH={shlex.quote(str(ROOT))} {shlex.quote(sys.executable)} -m fixer --fix --interactive {' '.join(args)}"
+        command = f"env -u NO_COLOR PYTHONPATH={shlex.quote(str(ROOT))} {shlex.quote(sys.executable)} -m fixer --fix --interactive {' '.join(args)}"
         panes.append(Pane(tmp_path, command))
         return panes[-1]
 
