@@ -94,7 +94,7 @@ def check(
     report_file: Optional[str] = typer.Option(None, "--report", help="Batch: write a summary per repository to FILE (.md or .json).", metavar="FILE"),
     patch_dir: Optional[str] = typer.Option(None, "--patch-dir", help="Batch: write one git-apply-able patch per repository into DIR.", metavar="DIR"),
     branch: Optional[str] = typer.Option(None, "--branch", help="Batch: commit each clean git repository's fixes on a new branch NAME (the checkout is not touched).", metavar="NAME"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Batch: run each repository's work on the dask.distributed cluster at ADDRESS (tcp://host:port, or a scheduler file); needs graphfix[distributed].", metavar="ADDRESS"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Batch: run each repository's work on the dask.distributed cluster at ADDRESS (tcp://host:port, or a scheduler file); needs graphfix\\[distributed].", metavar="ADDRESS"),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress display (shown only when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr (and, for --fix -, no remaining findings)."),
     silent: bool = typer.Option(False, "--silent", "-s", help="Nothing on stderr at all; the exit code tells. For editor filters."),

@@ -26,6 +26,7 @@ from fixer.config import ConfigError, find_pyproject
 from fixer.engine import Options, process_source
 from fixer.hierarchy import ConfigTree, Flags, Resolved
 from fixer.output import text_lines
+from fixer.registry import unknown_selectors
 
 
 class GraphfixCommand(CodemodCommand):
@@ -40,6 +41,9 @@ class GraphfixCommand(CodemodCommand):
     def __init__(self, context: CodemodContext, unsafe_fixes: Optional[bool] = None, select: Optional[str] = None,
                  ignore: Optional[str] = None) -> None:
         super().__init__(context)
+        bad = unknown_selectors(list(_split(select) or ()) + list(_split(ignore) or ()))
+        if bad:
+            raise ValueError(f"graphfix: unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
         self.flags = Flags(select=_split(select), ignore=_split(ignore), unsafe_fixes=unsafe_fixes, base=Options(rules=(), fix=True))
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

@@ -81,3 +81,11 @@ def test_safe_fixes_change_what_graphfix_fix_changes_and_name_the_unsafe_ones(tm
     graphfix("--fix", "cli", cwd=tmp_path)
     assert contents(tmp_path / "cst") == contents(tmp_path / "cli") != before
     assert out.stderr.count(b"GF106 [-]") > 0 and out.stderr.count(b"GF106 [*]") > 0
+
+
+def test_an_unknown_rule_fails_every_file_and_changes_nothing(tmp_path):
+    copy("loss_accumulated_with_graph", tmp_path / "src")
+    before = contents(tmp_path / "src")
+    out = codemod("-x", COMMAND, "--no-format", "--hide-progress", "--select", "GF999", "src", cwd=tmp_path)
+    assert out.returncode == 1 and b"graphfix: unknown rule selector(s): GF999 (see `graphfix rules`)" in out.stderr
+    assert contents(tmp_path / "src") == before and b" - Transformed 0 files successfully." in out.stderr
