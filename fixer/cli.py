@@ -97,6 +97,7 @@ def check(
     report_file: Optional[str] = typer.Option(None, "--report", help="Batch: write a summary per repository to FILE (.md or .json).", metavar="FILE"),
     patch_dir: Optional[str] = typer.Option(None, "--patch-dir", help="Batch: write one git-apply-able patch per repository into DIR.", metavar="DIR"),
     branch: Optional[str] = typer.Option(None, "--branch", help="Batch: commit each clean git repository's fixes on a new branch NAME (the checkout is not touched).", metavar="NAME"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Batch: run each repository's work on the dask.distributed cluster at ADDRESS (tcp://host:port, or a scheduler file); needs graphfix\\[distributed].", metavar="ADDRESS"),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress display (shown only when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr (and, for --fix -, no remaining findings)."),
     silent: bool = typer.Option(False, "--silent", "-s", help="Nothing on stderr at all; the exit code tells. For editor filters."),
@@ -135,7 +136,7 @@ def check(
     quiet = quiet or silent
     if stdin_filename is not None and paths and paths != ["-"]:
         _usage("--stdin-filename reads the source from stdin; give no other path (or '-')")
-    batch = bool(repos_in or repos_from or report_file or patch_dir or branch)
+    batch = bool(repos_in or repos_from or report_file or patch_dir or branch or scheduler)
     paths = paths or ([] if repos_in or repos_from else ["-"] if stdin_filename is not None else ["."])
     if "-" in paths:
         if len(paths) > 1 or batch:
@@ -145,7 +146,7 @@ def check(
         code = EXIT_ERROR if _config_errors(tree) else code
     else:
         code, changed = _run_files(paths, tree, _split(exclude), workers, fmt, quiet, diff, fix, statistics, batch, repos_in or [],
-                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive)
+                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive, scheduler)
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
@@ -158,13 +159,14 @@ def _config_errors(tree: ConfigTree) -> bool:
     return bool(tree.errors)
 
 
-def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False) -> tuple[int, bool]:
+def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, scheduler=None) -> tuple[int, bool]:
     """Check the files (of each repository, in a batch); (exit code, whether a file changed)."""
     started = time.perf_counter()
     try:
         repos = repositories(paths, repos_in, repos_from) if batch else None
     except UnitError as exc:
         _usage(str(exc))
+    cluster = _cluster(scheduler) if scheduler else None
     work = plan(paths, repos, tree, exclude, tree.flags.respect_gitignore)
     for problem in work.problems:
         if not problem.is_error:
@@ -172,7 +174,13 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
     # a path that could not be used is reported (and counted) as a file that could not be read
     unusable = [FileResult(p.path, errors=[p.message]) for p in work.problems if p.is_error]
     with Progress(work.files, work.owners, len(repos or ()), enabled=not (no_progress or quiet)) as progress:
-        results = unusable + run(work.files, work.variants, workers, work.choice, progress.advance)
+        if cluster is not None:
+            from fixer.batch.distributed import run_on_cluster
+
+            with cluster:
+                results = unusable + run_on_cluster(cluster, work, progress.advance)
+        else:
+            results = unusable + run(work.files, work.variants, workers, work.choice, progress.advance)
     if interactive:  # the run computed the fixes without writing: the user picks which are written
         options_of = dict(zip(work.files, (work.variants[c] for c in work.choice)))
         if review_results(results, options_of.__getitem__, Terminal(sys.stdin, sys.stderr)).interrupted:
@@ -203,6 +211,18 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
                 _err(f"graphfix: error: --report {report_file}: {exc.strerror or exc}")
     changed = any(r.changed for r in results)
     return (EXIT_ERROR if _config_errors(tree) or failed else code), changed
+
+
+def _cluster(scheduler: str):
+    """The dask client (fixer.batch.distributed); exit 2 when the cluster cannot be used."""
+    from fixer.batch.distributed import ClusterError, connect
+
+    try:
+        return connect(scheduler)
+    except ClusterError as exc:
+        _usage(str(exc))
+
+
 def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
     """The editor's contract for ``--fix -``: stdout carries the whole buffer, fixed or (on any
     error) exactly as it came, and nothing else; nothing is written to disk."""
