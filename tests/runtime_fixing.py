@@ -5,10 +5,7 @@ measured by the execution harness against the expert's program (``.oracle.py``, 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import random
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -25,20 +22,10 @@ class Fixed:
     fixed_text: str = ""
 
 
-def _execute(path: str, max_steps: Optional[int] = None):
-    import torch
+def _execute(path: str):
+    from tests.sanitized import execute_quietly
 
-    from fixer.runtime.launcher import execute
-
-    torch.manual_seed(0)
-    random.seed(0)
-    buffer, cwd = io.StringIO(), os.getcwd()
-    os.chdir(os.path.dirname(path))
-    try:
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            return execute(path, [], max_steps=max_steps, stderr=buffer)
-    finally:
-        os.chdir(cwd)
+    return execute_quietly(path)[0]
 
 
 def fix_program(before: str, expert: Optional[str] = None) -> Fixed:

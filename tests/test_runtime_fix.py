@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from multiprocessing.pool import Pool
 from pathlib import Path
 
 import pytest
@@ -165,3 +164,37 @@ def test_fix_with_max_steps_reruns_to_that_many_steps(tmp_path: Path) -> None:
 def test_diff_and_fix_exclude_each_other(tmp_path: Path) -> None:
     path = write(tmp_path, OPAQUE_CARRIED.replace("{tail}", ""))
     assert graphfix_run("--diff", "--fix", str(path), cwd=tmp_path).returncode == 123
+
+
+@pytest.mark.parametrize(
+    "text, code, says",
+    [
+        ("import torch\nraise ValueError('no data here')\n", 1, "ValueError: no data here"),
+        ("import sys, torch\nsys.exit(3)\n", 3, ""),
+    ],
+    ids=["unrelated-error", "sys-exit"],
+)
+def test_fix_on_a_program_without_a_graph_bug_changes_nothing(tmp_path: Path, text: str, code: int, says: str) -> None:
+    path = write(tmp_path, text)
+    result = graphfix_run("--fix", str(path), cwd=tmp_path)
+    assert (result.returncode, path.read_text()) == (code, text)
+    assert says in result.stderr and "fixer" not in result.stderr  # the program's own traceback only
+
+
+def test_fix_of_a_script_with_dataloader_workers(tmp_path: Path) -> None:
+    path = write(tmp_path, """\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        if __name__ == "__main__":
+            loader = DataLoader(TensorDataset(torch.randn(16, 3)), batch_size=4, num_workers=2)
+            weight = torch.ones(3, requires_grad=True)
+            scale = (weight * 2).exp()
+            for (x,) in loader:
+                loss = (x * scale).sum()
+                loss.backward()
+    """)
+    result = graphfix_run("--fix", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "train.py:7:5: GF102" in result.stdout and "verified by a re-run: no error, 0 optimizer step(s) and 4 iteration(s)" in result.stderr
+    assert "        scale = (weight * 2).exp()\n        loss = (x * scale).sum()" in path.read_text()
