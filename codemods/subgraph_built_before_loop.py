@@ -61,6 +61,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
 from fixer.analysis.bindings import imported_names, module_names
+from fixer.analysis.evidence import built_graph
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.protocol import is_docstring
 from fixer.analysis.graph_reuse import (
@@ -245,9 +246,10 @@ def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.A
             continue
         if (stmt.lineno, stmt.col_offset) >= (loop.lineno, loop.col_offset) or not inside(ctx, loop, ctx.parent(stmt)):
             continue
-        if under_no_grad(ctx, stmt) or graph.kind(value, stmt) != Kind.GRAPH or not saves_tensors(ctx, scope, value):
+        proven = built_graph(ctx, stmt)  # graphfix run saw this graph freed and needed again
+        if under_no_grad(ctx, stmt) or graph.kind(value, stmt) != Kind.GRAPH or not (proven or saves_tensors(ctx, scope, value)):
             continue
-        if _requires_grad_surely(ctx, graph, value, stmt, 3):
+        if proven or _requires_grad_surely(ctx, graph, value, stmt, 3):
             yield name, stmt
 
 

@@ -32,21 +32,26 @@ def _init() -> None:
     torch.set_num_threads(1)
 
 
-def sanitize(path: str, args: tuple = (), max_steps: Optional[int] = None) -> Sanitized:
+def execute_quietly(path: str, args: tuple = (), max_steps: Optional[int] = None):
+    """``graphfix run PATH ARGS`` from the program's folder, seeds reset: (Outcome, its output)."""
     import torch
 
     from fixer.runtime.launcher import execute
 
-    path = str(Path(path).resolve())
     torch.manual_seed(0)
     random.seed(0)
     buffer, cwd = io.StringIO(), os.getcwd()
     os.chdir(os.path.dirname(path))
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            outcome = execute(path, list(args), max_steps=max_steps, stderr=buffer)
+            return execute(path, list(args), max_steps=max_steps, stderr=buffer), buffer
     finally:
         os.chdir(cwd)
+
+
+def sanitize(path: str, args: tuple = (), max_steps: Optional[int] = None) -> Sanitized:
+    path = str(Path(path).resolve())
+    outcome, buffer = execute_quietly(path, args, max_steps)
     findings = tuple((f.code, f.line, tuple((p.role, p.line) for p in f.evidence)) for f in outcome.findings)
     return Sanitized(path, outcome.exit_code, findings, tuple(outcome.failures), buffer.getvalue()[-3000:], outcome.steps, outcome.stopped)
 

@@ -15,6 +15,7 @@ from typing import Optional
 
 from fixer.analysis.bindings import defined_functions, imported_names, module_names
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, backward_calls
+from fixer.analysis.evidence import built_graph
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
@@ -282,6 +283,8 @@ class GraphFacts:
                 return Kind.UNKNOWN  # crit.get_loss() of an object with a .backward() method
             # a tensor method: x.mean(), model(x).sum(), h.view(...)
             return _promote(_max([receiver, args]))
+        if built_graph(self.ctx, call):  # graphfix run saw it build a graph
+            return Kind.GRAPH
         return Kind.UNKNOWN  # a function we cannot see into (it may call .item())
 
     def _local_function(self, func: ast.expr) -> Optional[Scope]:

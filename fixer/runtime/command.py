@@ -1,10 +1,13 @@
-"""``graphfix run [--max-steps N] [--output-format text|json] [--diff] (SCRIPT | -m MODULE) [ARGS...]``.
+"""``graphfix run [--max-steps N] [--output-format text|json] [--diff | --fix] (SCRIPT | -m MODULE) [ARGS...]``.
 
 The program runs in this interpreter, as ``python SCRIPT ARGS...`` would run it (``__main__``,
 ``sys.argv``, ``sys.path[0]``), with the sanitizer on. Exit codes: 1 when a finding was reported;
 otherwise the program's own (0, its ``sys.exit(n)``, 1 for an uncaught exception, whose
 traceback is printed as Python prints it); 0 when ``--max-steps`` stopped it; 123 when graphfix
-itself cannot run it (no such script or module, torch missing, bad options)."""
+itself cannot run it (no such script or module, torch missing, bad options) or cannot write a
+fix. With ``--fix`` (as static ``graphfix --fix``): 0 when every finding was fixed and the re-run
+proved it (fixer.runtime.verify), 1 when a finding remains (no rule could write its edit, or the
+re-run did not prove the fix and the files were put back)."""
 
 from __future__ import annotations
 
@@ -23,7 +26,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-steps", type=int, default=None, metavar="N", help="stop cleanly after N optimizer steps")
     parser.add_argument("--output-format", choices=("text", "json"), default="text")
-    parser.add_argument("--diff", action="store_true", help="also print the static rule's fix, where it reports the same line")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="also print the fix a rule writes from the run's evidence")
+    mode.add_argument("--fix", action="store_true", help="apply that fix, re-run the program to verify it, roll it back if the re-run fails")
+    parser.add_argument("--summary", default=None, help=argparse.SUPPRESS)  # the re-run's figures, for --fix
     parser.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] (or, with -m, the module's ARGS)")
     return parser
@@ -56,22 +62,30 @@ def main(argv: list[str]) -> int:
     return _run(options)
 
 
-def _print_diffs(findings: list) -> None:
-    from fixer.diff import display_path
-    from fixer.runtime.static_fix import static_diff
+def _print_diffs(proposals: list) -> None:
+    for proposal in proposals:
+        sys.stdout.write(proposal.diff)
+        for words in proposal.advice:
+            print(f"graphfix run: {words}", file=sys.stderr)
 
-    shown: set[str] = set()
-    for finding in findings:
-        diff = None if finding.filename in shown else static_diff(finding)
-        if diff:
-            shown.add(finding.filename)
-            sys.stdout.write(diff)
-        elif finding.filename not in shown:
-            print(
-                f"graphfix run: {display_path(finding.filename)}:{finding.line}: no static fix for {finding.code} here; "
-                "change the code as the finding says",
-                file=sys.stderr,
-            )
+
+def _fix(options: argparse.Namespace, outcome, proposals: list, target: str, args: list[str]) -> int:
+    from fixer.diff import display_path
+    from fixer.runtime.verify import apply_and_verify, subprocess_rerun
+
+    for proposal in proposals:
+        for words in proposal.advice:
+            print(f"graphfix run: {words}", file=sys.stderr)
+    if not any(p.fixed is not None for p in proposals):
+        return EXIT_FINDINGS
+    rerun = subprocess_rerun(target, args, options.module is not None, options.max_steps)
+    kept, what = apply_and_verify(proposals, outcome, rerun)
+    files = ", ".join(display_path(p.filename) for p in proposals if p.fixed is not None)
+    codes = ", ".join(sorted({f.code for p in proposals for f in p.answered}))
+    print(f"graphfix run: {'fixed' if kept else 'not fixed'} {files} ({codes}): {what}", file=sys.stderr)
+    if not kept and what.startswith("cannot write"):
+        return EXIT_ERROR
+    return 0 if kept and all(not p.advice for p in proposals) else EXIT_FINDINGS
 
 
 def _module_exists(name: str) -> bool:
@@ -102,8 +116,17 @@ def _run(options: argparse.Namespace) -> int:
     else:
         for line in text_lines(outcome.findings):
             print(line)
-    if options.diff:
-        _print_diffs(outcome.findings)
     for failure in outcome.failures:
         print(f"graphfix run: internal error while diagnosing: {failure}", file=sys.stderr)
+    if options.summary:
+        from fixer.runtime.verify import write_summary
+
+        write_summary(options.summary, outcome)
+    if outcome.findings and (options.diff or options.fix):
+        from fixer.runtime.static_fix import propose
+
+        proposals = propose(outcome.findings)
+        if options.fix:
+            return _fix(options, outcome, proposals, target, args)
+        _print_diffs(proposals)
     return EXIT_FINDINGS if outcome.findings else outcome.exit_code

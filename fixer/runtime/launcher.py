@@ -23,6 +23,7 @@ class Outcome:
     steps: int
     stopped: bool = False  # --max-steps ended the run
     failures: list[str] = field(default_factory=list)  # our own diagnosis crashes
+    iterations: int = 0  # training iterations begun (fixer.runtime.session)
 
 
 def execute(target: str, args: list[str], module: bool = False, max_steps: Optional[int] = None, stderr: Optional[TextIO] = None) -> Outcome:
@@ -52,7 +53,7 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
         code = _program_error(exc, session, stderr)
     finally:
         sys.argv[:], sys.path[:] = saved_argv, saved_path
-    return Outcome(session.findings, code, session.steps, stopped, session.failures)
+    return Outcome(session.findings, code, session.steps, stopped, session.failures, session.iterations)
 
 
 stop_at(execute.__code__)  # the stack walks of every recorded op end here

@@ -37,6 +37,11 @@ class Session:
     def steps(self) -> int:
         return self.recorder.steps
 
+    @property
+    def iterations(self) -> int:
+        """Training iterations begun: a backward or step line that runs again begins the next."""
+        return len(self.recorder.iteration_starts) + 1 if self.recorder.calls else 0
+
     def __enter__(self) -> "Session":
         self.recorder.start()
         return self

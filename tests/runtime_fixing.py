@@ -1,0 +1,55 @@
+"""``graphfix run --fix`` on a fixture program, in a worker process: the program is copied to a
+fresh folder, run under the sanitizer, fixed from the run's evidence, verified by a re-run (in
+this process, seeds reset, as ``graphfix run`` would in a fresh one) and, when the fix is kept,
+measured by the execution harness against the expert's program (``.oracle.py``, else ``.after.py``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Fixed:
+    codes: tuple  # the runtime findings' codes
+    kept: bool  # a fix was written and the re-run proved it
+    what: str  # the verification's sentence, or why there was no fix
+    difference: Optional[str] = None  # against the expert's numbers: None when they agree
+    fixed_text: str = ""
+
+
+def _execute(path: str):
+    from tests.sanitized import execute_quietly
+
+    return execute_quietly(path)[0]
+
+
+def fix_program(before: str, expert: Optional[str] = None) -> Fixed:
+    from fixer.runtime.static_fix import propose
+    from fixer.runtime.verify import Summary, apply_and_verify
+    from tests.execution import compare_states, run_program
+
+    folder = tempfile.mkdtemp(prefix="graphfix-fix-")
+    try:
+        path = os.path.join(folder, Path(before).name)
+        shutil.copyfile(before, path)
+        first = _execute(path)
+        codes = tuple(f.code for f in first.findings)
+        if not first.findings:
+            return Fixed(codes, False, "no finding")
+        proposals = propose(first.findings)
+        if not any(p.fixed is not None for p in proposals):
+            return Fixed(codes, False, " | ".join(a for p in proposals for a in p.advice))
+        kept, what = apply_and_verify(proposals, first, lambda: Summary.of(_execute(path)))
+        text = Path(path).read_text(encoding="utf-8")
+        if not kept or expert is None:
+            return Fixed(codes, kept, what, fixed_text=text)
+        fixed, reference = run_program(path), run_program(expert)
+        difference = f"raised {fixed.error}" if fixed.error else compare_states(reference.state, fixed.state)
+        return Fixed(codes, True, what, difference, text)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
