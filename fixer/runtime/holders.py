@@ -43,8 +43,16 @@ def _visible() -> Iterator[tuple[str, Any, CodeType]]:
         yield from ((k, v, code) for k, v in f.f_globals.items())
 
 
+_skipped_types: dict[type, bool] = {}
+
+
 def _skipped(value: Any) -> bool:
-    return inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, (str, bytes, int, float))
+    """Modules, classes, functions and plain scalars hold no graph (decided once per type)."""
+    kind = type(value)
+    skip = _skipped_types.get(kind)
+    if skip is None:
+        skip = _skipped_types[kind] = inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, (str, bytes, int, float))
+    return skip
 
 
 def _children(value: Any) -> Iterator[tuple[str, Any, bool]]:
