@@ -81,7 +81,7 @@ class Leaks(Observer):
 
     def _sample(self, call: Any, tensors: tuple, marks: list[int]) -> None:
         groups: dict[str, tuple[Holder, list, Any]] = {}
-        for holder, value in reachable():
+        for holder, value in reachable(graphs_only=True):
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
                 name = re.sub(r"(\[\d+\])+$", "", holder.name)
                 entry = groups.setdefault(name, (Holder(name, holder.on_module, holder.code), [], value))

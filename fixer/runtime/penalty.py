@@ -41,6 +41,9 @@ class Penalty(Observer):
         self._reported: set = set()
 
     def after_backward(self, call: Any, tensors: tuple, result: Any, retain: bool, create: bool) -> None:
+        self._constants = {key: entry for key, entry in self._constants.items() if entry[0]() is not None}
+        if not self._constants and self in self.recorder.op_watchers:
+            self.recorder.op_watchers.remove(self)  # nothing to follow: torch calls go unwatched again
         if call.kind != "grad" or create or not isinstance(result, (tuple, list)):
             return
         for tensor in result:

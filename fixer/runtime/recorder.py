@@ -179,15 +179,15 @@ class Recorder:
     def notify(self, event: str, *args: Any, observers: Optional[list] = None) -> None:
         """Each observer hears the event with torch function handling off: its own look at
         tensors (``p.grad``, ``t.grad_fn``) is neither recorded nor slowed by our mode."""
-        for observer in tuple(self.observers if observers is None else observers):
-            try:
-                with torch._C.DisableTorchFunction():
+        with torch._C.DisableTorchFunction():
+            for observer in tuple(self.observers if observers is None else observers):
+                try:
                     getattr(observer, event)(*args)
-            except Exception as bug:  # a detector's bug must not break the program it watches
-                self.failures.append(f"{type(observer).__name__}.{event}: {type(bug).__name__}: {bug}")
-                self.observers.remove(observer)
-                if observer in self.op_watchers:
-                    self.op_watchers.remove(observer)
+                except Exception as bug:  # a detector's bug must not break the program it watches
+                    self.failures.append(f"{type(observer).__name__}.{event}: {type(bug).__name__}: {bug}")
+                    self.observers.remove(observer)
+                    if observer in self.op_watchers:
+                        self.op_watchers.remove(observer)
 
     # --- installing -------------------------------------------------------------------------
 
