@@ -65,6 +65,7 @@ class Protocol(Observer):
         super().__init__(recorder)
         self._params: dict[int, _Param] = {}
         self._optimizers: dict[int, tuple[Any, _Optimizer]] = {}
+        self._of: dict[int, tuple[Any, list]] = {}  # id(optimizer) -> (weakref, its (state, parameter) pairs)
         self._backwards = 0  # backward calls so far (one inside a step means a closure)
 
     # --- parameters -------------------------------------------------------------------------
@@ -101,14 +102,20 @@ class Protocol(Observer):
             self._look(state, param)
 
     def _tracked(self) -> list:
-        found = []
-        for key, state in list(self._params.items()):
-            param = state.ref()
-            if param is None:
-                del self._params[key]
-            else:
-                found.append((state, param))
+        """(state, parameter) of every parameter followed; the dead ones are dropped now and then."""
+        found = [(state, state.ref()) for state in self._params.values()]
+        if any(param is None for _, param in found):
+            self._params = {key: state for key, state in self._params.items() if state.ref() is not None}
+            found = [(state, param) for state, param in found if param is not None]
         return found
+
+    def _states(self, optimizer: Any) -> list:
+        """(state, parameter) of an optimizer's parameters, kept while its param_groups hold them."""
+        params = _params_of(optimizer)
+        cached = self._of.get(id(optimizer))
+        if cached is None or len(cached[1]) != len(params) or any(p is not q for (_, p), q in zip(cached[1], params)):
+            cached = self._of[id(optimizer)] = (weakref.ref(optimizer), [(self._state(p), p) for p in params])
+        return cached[1]
 
     # --- events -----------------------------------------------------------------------------
 
@@ -145,7 +152,7 @@ class Protocol(Observer):
         if entry is None or entry[0]() is not optimizer:
             entry = self._optimizers[id(optimizer)] = (weakref.ref(optimizer), _Optimizer())
         opt = entry[1]
-        states = [(self._state(p), p) for p in _params_of(optimizer)]
+        states = self._states(optimizer)
         known = not any(state.fresh for state, _ in states)
         for state, param in states:
             self._settle(state, param)
@@ -161,7 +168,7 @@ class Protocol(Observer):
         if entry is not None and self._backwards != entry[1].backwards_at_step:
             entry[1].closure = True
         if entry is not None and entry[1].closure:  # the closure's backward calls ran inside the step
-            states = [(self._state(p), p) for p in _params_of(optimizer)]
+            states = self._states(optimizer)
             self._stale(entry[1], states, entry[1].current)
             self._stale(entry[1], states, entry[1].current, inside=True)
 

@@ -20,6 +20,7 @@ import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
+from fixer.runtime.observer import Observer
 from fixer.runtime.sites import Stack, caller_stack, user_stack
 
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
@@ -179,8 +180,11 @@ class Recorder:
     def notify(self, event: str, *args: Any, observers: Optional[list] = None) -> None:
         """Each observer hears the event with torch function handling off: its own look at
         tensors (``p.grad``, ``t.grad_fn``) is neither recorded nor slowed by our mode."""
+        listening = [o for o in (self.observers if observers is None else observers) if getattr(type(o), event) is not getattr(Observer, event)]
+        if not listening:
+            return
         with torch._C.DisableTorchFunction():
-            for observer in tuple(self.observers if observers is None else observers):
+            for observer in listening:
                 try:
                     getattr(observer, event)(*args)
                 except Exception as bug:  # a detector's bug must not break the program it watches
