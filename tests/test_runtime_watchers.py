@@ -121,3 +121,13 @@ def test_a_detectors_crash_is_reported_and_the_program_runs_on(tmp_path: Path, m
     result = sanitize(str(path))
     assert result.exit_code == 0 and "done" in result.output
     assert result.failures == ("Protocol.before_step: ValueError: detector bug",)
+
+
+def test_code_without_a_source_file_is_pointed_at_through_its_caller_without_a_crash() -> None:
+    import graphfix
+
+    program = HEAD + "for _ in range(5):\n    nn.functional.mse_loss(model(x), y).backward()\n    optimizer.step()\n"
+    with graphfix.watch() as session:
+        exec(compile(program, "<cell>", "exec"), {})  # a notebook cell's code: no line to point at
+    assert session.failures == []
+    assert [(f.code, f.filename) for f in session.findings] == [("GF203", __file__)]  # the exec line, the user's nearest

@@ -113,6 +113,8 @@ class Leaks(Observer):
             code, message = "GF301", f"{growth}, and no backward walks them: keep `.item()` or a detached tensor"
             store = self._stored(holder, record, loss)
         where = store[0] if store else held
+        if where is None:  # not the user's code: nothing to point at
+            return
         if all((f.code, f.line) != (code, where.line) for f in self.findings):
             self.findings.append(Finding.at(code, message, where, "", [store[0] if store else None, built, held]))
 

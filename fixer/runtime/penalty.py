@@ -109,6 +109,8 @@ class Penalty(Observer):
             return None
         grad = Piece.at("gradient taken", origin.stack, origin.iteration + 1)
         failed = Piece.at("differentiated", call.stack, call.iteration + 1)
+        if grad is None or failed is None:
+            return None
         message = (
             f"the gradients taken here without create_graph=True are constants, so the {call.kind} at line "
             f"{failed.line} has no graph to walk: pass create_graph=True"
@@ -122,6 +124,8 @@ class Penalty(Observer):
         grad = Piece.at("gradient taken", origin.stack, origin.iteration + 1)
         added = Piece.at("added to the loss", joined, call.iteration + 1)
         back = Piece.at("backpropagated", call.stack, call.iteration + 1)
+        if grad is None or added is None or back is None:
+            return
         message = (
             f"the gradients taken here without create_graph=True are constants: the term built from them (line "
             f"{added.line}) changes no gradient of the backward at line {back.line}: pass create_graph=True"

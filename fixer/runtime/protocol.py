@@ -142,7 +142,7 @@ class Protocol(Observer):
         for param in params:
             state = self._state(param)
             self._settle(state, param)
-            sites = {c.stack for c, window in state.chain if window == state.window and c.frees}  # lost for good
+            sites = {c.stack for c, window in state.chain if window == state.window and c.frees and c.stack}  # lost for good
             if sites:
                 before = state.wiped[1] if state.wiped else set()
                 state.wiped = (call, before | sites)
@@ -214,6 +214,8 @@ class Protocol(Observer):
             first = Piece.at("accumulated by", old[0].stack, it(old[0]))
             again = Piece.at("accumulated again", new[0].stack, it(new[0]))
             stepped = at_loop("stepped", call)
+            if first is None or stepped is None:  # not the user's code (a notebook cell's <stdin>): nothing to point at
+                return
             message = (
                 f"this step consumes a gradient that already went into an earlier step: the backward at line {first.line} "
                 f"(iteration {first.iteration}) and the one in iteration {again.iteration} add into the same .grad, "
@@ -229,6 +231,8 @@ class Protocol(Observer):
             again = [c for c in opt.calls[1:] if c.stack == opt.first.stack]
             if opt.first_before_backward and opt.steps[0][1] and opt.filled and again and not opt.closure:
                 step = at_loop("stepped", opt.first)
+                if step is None:
+                    continue
                 message = (
                     "this step runs before the backward of its iteration: its first run saw no gradient at all, and "
                     f"its {len(again)} later runs each used the gradient of an earlier iteration: call step() after backward()"
@@ -239,6 +243,8 @@ class Protocol(Observer):
                 wipe = Piece.at("wiped by", zero.stack, zero.iteration + 1)  # the call to move, where it is
                 filled = Piece("gradient from", site[0][0].co_filename, site[0][1], None, _text(site[0]))
                 stepped = at_loop("stepped", step)
+                if wipe is None:
+                    continue
                 message = (
                     f"every step ({len(opt.steps)}) comes after this zero_grad() wiped the gradient of the backward at line "
                     f"{filled.line} before any step used it: zero the gradients after the step (or before the backward)"
