@@ -43,8 +43,16 @@ def _visible() -> Iterator[tuple[str, Any, CodeType]]:
         yield from ((k, v, code) for k, v in f.f_globals.items())
 
 
+_skipped_types: dict[type, bool] = {}
+
+
 def _skipped(value: Any) -> bool:
-    return inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, (str, bytes, int, float))
+    """Modules, classes, functions and plain scalars hold no graph (decided once per type)."""
+    kind = type(value)
+    skip = _skipped_types.get(kind)
+    if skip is None:
+        skip = _skipped_types[kind] = inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, (str, bytes, int, float))
+    return skip
 
 
 def _children(value: Any) -> Iterator[tuple[str, Any, bool]]:
@@ -63,13 +71,19 @@ def _children(value: Any) -> Iterator[tuple[str, Any, bool]]:
         yield from ((f".{k}", v, False) for k, v in vars(value).items() if not k.startswith("__"))
 
 
-def reachable() -> Iterator[tuple[Holder, Any]]:
-    """(holder, value), breadth-first, each object once (by its shortest path)."""
+def _graphless(value: Any) -> bool:
+    """Never a graph's holder: a parameter (a leaf) or an optimizer (its state is made under no_grad)."""
+    return isinstance(value, (torch.nn.Parameter, torch.optim.Optimizer))
+
+
+def reachable(graphs_only: bool = False) -> Iterator[tuple[Holder, Any]]:
+    """(holder, value), breadth-first, each object once (by its shortest path); ``graphs_only``
+    passes over what cannot hold a graph (the leak sampler's cheap walk)."""
     seen: dict[int, Any] = {}
     queue = deque((name, False, code, value, 0) for name, value, code in _visible() if not name.startswith("__"))
     while queue:
         path, on_module, code, value, depth = queue.popleft()
-        if _skipped(value) or id(value) in seen:
+        if _skipped(value) or id(value) in seen or (graphs_only and _graphless(value)):
             continue
         seen[id(value)] = value
         yield Holder(path, on_module, code if "." not in path else None), value

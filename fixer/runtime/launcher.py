@@ -31,7 +31,7 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
     and ``__main__`` are restored afterwards."""
     stderr = stderr or sys.stderr
     saved_argv, saved_path = sys.argv[:], sys.path[:]
-    session = Session(max_steps)
+    session = Session(max_steps, whole_program=True)
     code, stopped = 0, False
     try:
         if module:
@@ -70,7 +70,7 @@ def _exit_code(code: object, stderr: TextIO) -> int:
 
 def _program_error(exc: BaseException, session: Session, stderr: TextIO) -> int:
     """The program's traceback without graphfix's frames; one line when a finding explains it."""
-    if session.findings:
+    if any(f.error for f in session.findings):  # a finding explains this very error
         print(f"graphfix run: the program stopped on {type(exc).__name__}: the diagnosis follows", file=stderr)
         return 1
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _ours(f.filename)]

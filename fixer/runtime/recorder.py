@@ -20,6 +20,7 @@ import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
+from fixer.runtime.observer import Observer
 from fixer.runtime.sites import Stack, caller_stack, user_stack
 
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
@@ -66,6 +67,8 @@ class _Mode(TorchFunctionMode):
             for item in out:
                 if isinstance(item, torch.Tensor) and item.grad_fn is not None:
                     self.recorder.tag(item.grad_fn)
+        if self.recorder.op_watchers:
+            self.recorder.notify("op", func, args, kwargs, out, observers=self.recorder.op_watchers)
         return out
 
 
@@ -85,6 +88,10 @@ class Recorder:
     _mode_on: bool = False
     _undo: list = field(default_factory=list)
     _held: list = field(default_factory=list)
+    observers: list = field(default_factory=list)  # fixer.runtime.observer.Observer: the detectors
+    op_watchers: list = field(default_factory=list)  # observers that want every torch call (while they ask)
+    in_step: bool = False
+    failures: list = field(default_factory=list)  # the observers' own crashes, reported, never raised
 
     # --- recording --------------------------------------------------------------------------
 
@@ -112,7 +119,7 @@ class Recorder:
     def iteration_of(self, position: int) -> int:
         return bisect.bisect_right(self.iteration_starts, position)
 
-    def around_backward(self, kind: str, roots: Any, frees: bool, run: Callable[[], Any]) -> Any:
+    def around_backward(self, kind: str, roots: Any, frees: bool, run: Callable[[], Any], retain: Any = None, create: Any = False) -> Any:
         if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
             return run()
         tensors = (roots,) if isinstance(roots, torch.Tensor) else tuple(roots or ())
@@ -125,9 +132,12 @@ class Recorder:
             self._held.append(call)
             if len(self._held) > HELD:
                 self._held.pop(0).root_nodes = ()
+        self.notify("before_backward", call, tensors)
         self._depth += 1
         try:
-            return run()
+            result = run()
+            self.notify("after_backward", call, tensors, result, retain is True, bool(create))
+            return result
         except RuntimeError as exc:
             if self.on_error is not None and not getattr(exc, "_graphfix_seen", False):
                 exc._graphfix_seen = True
@@ -137,7 +147,9 @@ class Recorder:
             self._depth -= 1
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self.record_call("step", caller_stack(2), optimizer=weakref.ref(optimizer))
+        call = self.record_call("step", caller_stack(2), optimizer=weakref.ref(optimizer))
+        self.notify("before_step", optimizer, call)
+        self.in_step = True
         self._watching(False)  # a step builds no graph: its many small ops need no recording
 
     def _watching(self, on: bool) -> None:
@@ -152,7 +164,9 @@ class Recorder:
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._watching(True)
+        self.in_step = False
         call = self.calls[-1] if self.calls and self.calls[-1].kind == "step" else None
+        self.notify("after_step", optimizer, call)
         for group in optimizer.param_groups:
             for param in group["params"]:
                 if param.grad is not None and call is not None:
@@ -163,6 +177,22 @@ class Recorder:
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StopRun(self.steps)
 
+    def notify(self, event: str, *args: Any, observers: Optional[list] = None) -> None:
+        """Each observer hears the event with torch function handling off: its own look at
+        tensors (``p.grad``, ``t.grad_fn``) is neither recorded nor slowed by our mode."""
+        listening = [o for o in (self.observers if observers is None else observers) if getattr(type(o), event) is not getattr(Observer, event)]
+        if not listening:
+            return
+        with torch._C.DisableTorchFunction():
+            for observer in listening:
+                try:
+                    getattr(observer, event)(*args)
+                except Exception as bug:  # a detector's bug must not break the program it watches
+                    self.failures.append(f"{type(observer).__name__}.{event}: {type(bug).__name__}: {bug}")
+                    self.observers.remove(observer)
+                    if observer in self.op_watchers:
+                        self.op_watchers.remove(observer)
+
     # --- installing -------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -172,33 +202,39 @@ class Recorder:
             retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
             create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
             frees = not (create if retain is None else retain)
-            return self.around_backward("backward", self_, frees, lambda: tensor_backward(self_, *args, **kwargs))
+            return self.around_backward("backward", self_, frees, lambda: tensor_backward(self_, *args, **kwargs), retain, create)
 
         def functional_backward(tensors, *args, **kwargs):
             retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
             create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
             frees = not (create if retain is None else retain)
-            return self.around_backward("backward", tensors, frees, lambda: autograd_backward(tensors, *args, **kwargs))
+            return self.around_backward("backward", tensors, frees, lambda: autograd_backward(tensors, *args, **kwargs), retain, create)
 
         def grad(outputs, *args, **kwargs):
             retain = kwargs.get("retain_graph", args[2] if len(args) > 2 else None)
             create = kwargs.get("create_graph", args[3] if len(args) > 3 else False)
             frees = not (create if retain is None else retain)
-            return self.around_backward("grad", outputs, frees, lambda: autograd_grad(outputs, *args, **kwargs))
+            return self.around_backward("grad", outputs, frees, lambda: autograd_grad(outputs, *args, **kwargs), retain, create)
 
-        optimizer_zero_grad = torch.optim.Optimizer.zero_grad
+        def zero_grad_of(original):
+            def zero_grad(self_, *args, **kwargs):  # builds no graph: its attribute writes run unrecorded
+                if self.observers and not self.in_step:
+                    call = Call("zero_grad", caller_stack(1), self.position, len(self.iteration_starts))
+                    self.notify("zero_grad", self_, call)
+                was_on = self._mode_on
+                self._watching(False)
+                try:
+                    return original(self_, *args, **kwargs)
+                finally:
+                    self._watching(was_on)
 
-        def zero_grad(self_, *args, **kwargs):  # builds no graph: its attribute writes run unrecorded
-            was_on = self._mode_on
-            self._watching(False)
-            try:
-                return optimizer_zero_grad(self_, *args, **kwargs)
-            finally:
-                self._watching(was_on)
+            return zero_grad
 
         patches = (
             (torch.Tensor, "backward", backward), (torch.autograd, "backward", functional_backward),
-            (torch.autograd, "grad", grad), (torch.optim.Optimizer, "zero_grad", zero_grad),
+            (torch.autograd, "grad", grad),
+            (torch.optim.Optimizer, "zero_grad", zero_grad_of(torch.optim.Optimizer.zero_grad)),
+            (torch.nn.Module, "zero_grad", zero_grad_of(torch.nn.Module.zero_grad)),
         )
         for owner, name, value in patches:
             self._undo.append((owner, name, getattr(owner, name)))

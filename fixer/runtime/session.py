@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from fixer.runtime.recorder import Call, Recorder
+from fixer.runtime.watchers import watchers
 from fixer.runtime.report import Finding
 
 FREED = "backward through the graph a second time"
@@ -12,14 +13,20 @@ INPLACE = "modified by an inplace operation"
 
 
 class Session:
-    def __init__(self, max_steps: Optional[int] = None) -> None:
+    def __init__(self, max_steps: Optional[int] = None, whole_program: bool = False) -> None:
         self.recorder = Recorder(max_steps=max_steps, on_error=self._on_error)
         self.findings: list[Finding] = []
-        self.failures: list[str] = []  # our own diagnosis crashes, reported, never raised
+        self.failures: list[str] = self.recorder.failures  # our own diagnosis crashes, reported, never raised
+        self.whole_program = whole_program  # graphfix run: the end of the block is the program's end
+        self.detectors = watchers(self.recorder)
 
     def _on_error(self, exc: RuntimeError, call: Call) -> None:
         message = str(exc)
         try:
+            explained = [f for d in self.detectors if (f := d.on_error(message, call)) is not None]
+            if explained:
+                self.findings.extend(explained)
+                return
             if FREED in message:
                 from fixer.runtime.freed import diagnose
             elif INPLACE in message:
@@ -46,5 +53,21 @@ class Session:
         self.recorder.start()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.recorder.stop()
+        ended = kind is None or (kind is SystemExit and getattr(exc, "code", None) in (0, None))
+        for detector in self.detectors:
+            try:
+                found = detector.findings + detector.finish(self.whole_program and ended)
+                self.findings.extend(f for f in found if not _suppressed(f))
+            except Exception as bug:  # a bug of ours must not replace the program's outcome
+                self.failures.append(f"{type(bug).__name__}: {bug}")
+
+
+def _suppressed(finding: Finding) -> bool:
+    """``# graphfix: ignore[...]`` at the finding's line (or for its file), as static graphfix reads it."""
+    import linecache
+
+    from fixer.suppress import find_suppressions
+
+    return find_suppressions("".join(linecache.getlines(finding.filename))).suppresses(finding.code, finding.line, finding.line)

@@ -1,0 +1,139 @@
+"""Graph leaks: a holder the program can see (a local, a global, an attribute, a list or dict
+element) keeps autograd graphs of more and more training steps alive.
+
+Cheap by sampling: on a schedule of backward calls (each of the first eight steps, then every
+1.5x more; without an optimizer, backward calls count as steps after sixteen), the holders visible from the training code's frames (``holders.reachable``) are
+searched for tensors with a graph; each graph is walked (bounded) and its nodes' records say
+in which step window (optimizer steps before the node was built; backward calls when there is
+no optimizer) they were built. A holder reaching nodes of three or more earlier windows, more
+than at its previous sample, leaks. The cause, in the rules' terms:
+
+- the loss being backpropagated reaches those old nodes too: the graph is carried into every
+  new loss (GF101);
+- the holder is an ``nn.Module``'s attribute filled in one of that module's own methods: a
+  graph cached on the module (GF104);
+- else a running total or collection of values kept with their graphs (GF301).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any, Optional
+
+import torch
+
+from fixer.runtime import graphwalk
+from fixer.runtime.freed import _fill
+from fixer.runtime.holders import Holder, reachable
+from fixer.runtime.observer import Observer
+from fixer.runtime.report import Finding, Piece
+from fixer.runtime.sites import divergence, source_line
+
+EVERY_UNTIL = 8  # windows sampled one by one at first, then every 1.5x more
+GROWN = 3  # earlier windows a holder must reach
+BUDGET = 4000  # graph nodes walked per holder and sample
+
+
+class Leaks(Observer):
+    def __init__(self, recorder: Any) -> None:
+        super().__init__(recorder)
+        self._steps: list[int] = []  # positions of optimizer steps
+        self._backwards: list[int] = []  # positions of backward calls
+        self._next = 2  # a first look at two steps, to see the growth to three
+        self._seen: dict[str, int] = {}
+        self._reported: set[str] = set()
+
+    def before_step(self, optimizer: Any, call: Any) -> None:
+        self._steps.append(call.position)
+
+    def before_backward(self, call: Any, tensors: tuple) -> None:
+        if call.kind == "backward":
+            self._backwards.append(call.position)
+        marks = self._marks()
+        if len(marks) >= self._next:
+            self._next = len(marks) + 1 if len(marks) < EVERY_UNTIL else int(len(marks) * 1.5)
+            self._sample(call, tensors, marks)
+
+    def _marks(self) -> list[int]:
+        """Optimizer steps; backward calls only once many ran without any step (no optimizer)."""
+        if self._steps or len(self._backwards) < 2 * EVERY_UNTIL:
+            return self._steps
+        return self._backwards
+
+    def _windows(self, roots: list, marks: list[int], held: list) -> tuple[set, Optional[Any]]:
+        """The earlier windows whose nodes the graphs below ``roots`` reach, and the oldest record."""
+        found: set[int] = set()
+        oldest = None
+        current = len(marks)
+        for node, _ in graphwalk.walk(roots):
+            held.append(node)
+            if len(held) > BUDGET:
+                break
+            record = graphwalk.record(node)
+            if record is not None:
+                window = bisect.bisect_right(marks, record.position)
+                if window < current:
+                    found.add(window)
+                    if oldest is None or record.position < oldest.position:
+                        oldest = record
+        return found, oldest
+
+    def _sample(self, call: Any, tensors: tuple, marks: list[int]) -> None:
+        groups: dict[str, tuple[Holder, list, Any]] = {}
+        for holder, value in reachable(graphs_only=True):
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                name = re.sub(r"(\[\d+\])+$", "", holder.name)
+                entry = groups.setdefault(name, (Holder(name, holder.on_module, holder.code), [], value))
+                entry[1].append(value.grad_fn)
+        carried = None
+        for name, (holder, roots, value) in groups.items():
+            windows, oldest = self._windows(roots, marks, [])
+            before, self._seen[name] = self._seen.get(name), len(windows)
+            if len(windows) < GROWN or before is None or len(windows) <= before or name in self._reported:
+                continue
+            if carried is None:
+                carried = self._windows([t.grad_fn for t in tensors if t.grad_fn is not None], marks, [])[0]
+            self._reported.add(name)
+            loss = next((r for r in map(graphwalk.record, (t.grad_fn for t in tensors if t.grad_fn is not None)) if r), None)
+            self._report(holder, value, oldest, before, len(windows), len(carried) >= GROWN, call, loss)
+
+    def _report(self, holder: Holder, value: Any, oldest: Any, before: int, now: int, carried: bool, call: Any, loss: Any) -> None:
+        record = graphwalk.record(value.grad_fn) or oldest
+        built = Piece.at("oldest graph built", oldest.stack, self.recorder.iteration_of(oldest.position) + 1) if oldest else None
+        held = Piece.at("still held at", call.stack, call.iteration + 1)
+        unit = "optimizer steps" if self._steps else "backward calls"
+        growth = f"`{holder.name}` keeps the autograd graphs of {now} earlier {unit} alive ({before} one sample before)"
+        store = _fill(holder, record, len(record.stack) - 1) if record is not None else None
+        if carried:
+            code, message = "GF101", f"{growth}, and every new loss is built on them: detach it where it is carried into the next step"
+        elif holder.on_module and store is not None and _own_method(holder, store[1]):
+            code, message = "GF104", f"{growth}: the module caches a value with its graph; store it detached"
+        else:
+            code, message = "GF301", f"{growth}, and no backward walks them: keep `.item()` or a detached tensor"
+            store = self._stored(holder, record, loss)
+        where = store[0] if store else held
+        if where is None:  # not the user's code: nothing to point at
+            return
+        if all((f.code, f.line) != (code, where.line) for f in self.findings):
+            self.findings.append(Finding.at(code, message, where, "", [store[0] if store else None, built, held]))
+
+    def _stored(self, holder: Holder, record: Any, loss: Any) -> Optional[tuple[Piece, Any]]:
+        """Where the value enters the holder: the store itself when the loss is built in the same
+        function, else the call there that hands it to the function storing it (``meter.update(loss)``)."""
+        if record is None:
+            return None
+        level = divergence(record.stack, loss.stack)[0] if loss is not None else 0
+        if level == 0:
+            return _fill(holder, record, len(record.stack) - 1)
+        code, line = record.stack[level]
+        return Piece(f"stored in {holder.name}", code.co_filename, line, None, source_line(code, line)), code
+
+
+def _own_method(holder: Holder, code: Any) -> bool:
+    """The holder's attribute belongs to an ``nn.Module`` and ``code`` is a method of its class."""
+    owner_path = holder.name.rsplit(".", 1)[0]
+    for found, obj in reachable():
+        if found.name == owner_path and isinstance(obj, torch.nn.Module):
+            return any(getattr(f, "__code__", None) is code for klass in type(obj).__mro__ for f in vars(klass).values())
+    return False

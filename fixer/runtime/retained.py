@@ -1,0 +1,113 @@
+"""Needless ``retain_graph=True`` (GF302), proven: a graph kept by a backward that no later
+backward or ``autograd.grad`` walks before it dies.
+
+After a call with ``retain_graph=True`` written out (``create_graph`` not set: its graph is
+meant to be differentiated again), every node of the graph it walked but the leaves' gets a
+pre-hook, which fires only if a later backward executes that node, and a token in its
+``metadata``, which dies with the node. A call site is reported when none of its calls' graphs
+was walked again, and each died (or the whole program ended); a graph too large to watch or
+still alive at an early stop, or holding nodes a ``create_graph=True`` call built (a gradient
+penalty's, MAML's), leaves its site undecided, so unreported.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from fixer.runtime import graphwalk
+from fixer.runtime.observer import Observer
+from fixer.runtime.report import Finding, Piece
+from fixer.runtime.sites import source_line
+
+KEY = "graphfix.retained"
+MAX_NODES = 20000  # a larger graph is not watched (its site stays undecided)
+
+
+@dataclass(eq=False)
+class _Kept:
+    call: Any
+    alive: int = 0
+    walked: bool = False
+    undecided: bool = False
+    handles: list = field(default_factory=list)
+
+    def walk_seen(self, *_: Any) -> None:
+        if not self.walked:
+            self.walked = True
+            for handle in self.handles:
+                handle.remove()
+            self.handles = []
+
+
+class _Token:
+    __slots__ = ("kept",)
+
+    def __init__(self, kept: _Kept) -> None:
+        self.kept = kept
+        kept.alive += 1
+
+    def __del__(self) -> None:
+        self.kept.alive -= 1
+
+
+class Retained(Observer):
+    def __init__(self, recorder: Any) -> None:
+        super().__init__(recorder)
+        self._kept: list[_Kept] = []
+        self._created: list[tuple[int, int]] = []  # positions of the nodes create_graph=True calls built
+
+    def after_backward(self, call: Any, tensors: tuple, result: Any, retain: bool, create: bool) -> None:
+        if create:
+            self._created.append((call.position, self.recorder.position))
+        if not retain or create:
+            return
+        kept = _Kept(call)
+        self._kept.append(kept)
+        nodes = []
+        for node, _ in graphwalk.walk(t.grad_fn for t in tensors):
+            record = graphwalk.record(node)
+            if len(nodes) >= MAX_NODES or (record is not None and self._differentiated(record.position)):
+                kept.undecided = True  # too large, or holding a gradient's graph (left to GF107's rule)
+                return
+            if not hasattr(node, "variable"):  # a leaf's AccumulateGrad is walked by every backward
+                nodes.append(node)
+        for node in nodes:
+            node.metadata.setdefault(KEY, []).append(_Token(kept))
+            kept.handles.append(node.register_prehook(kept.walk_seen))
+
+    def _differentiated(self, position: int) -> bool:
+        index = bisect.bisect_right(self._created, (position, float("inf"))) - 1
+        return index >= 0 and position < self._created[index][1]
+
+    def finish(self, whole_run: bool) -> list[Finding]:
+        for kept in self._kept:
+            for handle in kept.handles:
+                handle.remove()
+        sites: dict = {}
+        for kept in self._kept:
+            sites.setdefault(_written(kept.call.stack), []).append(kept)  # the line to edit, whoever calls it
+        found = []
+        for stack, kept in sites.items():
+            decided = all(not k.undecided and (whole_run or k.alive == 0) for k in kept)
+            if not stack or not decided or any(k.walked for k in kept):
+                continue
+            first, last = kept[0].call, kept[-1].call
+            where = Piece.at("retained by", stack, first.iteration + 1)
+            pieces = [where] + ([Piece.at("retained again", stack, last.iteration + 1)] if last is not first else [])
+            message = (
+                f"retain_graph=True keeps {'this graph' if len(kept) == 1 else f'each of the {len(kept)} graphs'} alive, "
+                "and no later backward walks any of it before it is released: drop retain_graph=True"
+            )
+            found.append(Finding.at("GF302", message, where, "", pieces))
+        return found
+
+
+def _written(stack: tuple) -> tuple:
+    """The frame whose line writes ``retain_graph`` (a helper's caller passing it on), else the
+    innermost: the line a fix edits, as a one-frame stack."""
+    for code, line in stack:
+        if "retain_graph" in source_line(code, line):
+            return ((code, line),)
+    return stack[:1]

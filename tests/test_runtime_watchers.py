@@ -1,0 +1,133 @@
+"""The detectors that watch a whole ``graphfix run`` (leaks, retained graphs, the optimizer
+protocol, penalties) on small programs the fixtures do not cover: longer runs, bounded holders,
+early stops, clipping, and a detector's own crash."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="graphfix run executes programs, which need torch")
+
+from tests.sanitized import sanitize  # noqa: E402 (needs torch)
+
+HEAD = """\
+import collections
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(8, 3), torch.randn(8, 1)
+"""
+
+
+def run(tmp_path: Path, body: str, **options) -> tuple:
+    path = tmp_path / "train.py"
+    path.write_text(HEAD + textwrap.dedent(body), encoding="utf-8")
+    result = sanitize(str(path), **options)
+    assert not result.failures, result.failures
+    return result
+
+
+def line_of(tmp_path: Path, text: str) -> int:
+    lines = (tmp_path / "train.py").read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def storing_each_loss(holder: str, store: str) -> str:
+    """A canonical 12-step loop that keeps each step's loss, graph and all, in ``holder``."""
+    loop = "for step in range(12):\n" + "".join(f"    {line}\n" for line in (
+        "optimizer.zero_grad()", "loss = nn.functional.mse_loss(model(x), y)", "loss.backward()", "optimizer.step()", store,
+    ))  # fmt: skip
+    return f"{holder}\n{loop}"
+
+
+def test_growing_list_of_losses_is_a_leak_named_where_it_is_filled(tmp_path: Path) -> None:
+    result = run(tmp_path, storing_each_loss("history = []", "history.append(loss)"))
+    ((code, line, evidence),) = result.findings
+    assert (code, line) == ("GF301", line_of(tmp_path, "history.append(loss)"))
+    assert dict(evidence)["oldest graph built"] == line_of(tmp_path, "loss = nn.functional")
+
+
+def test_bounded_window_of_graphs_is_not_a_leak(tmp_path: Path) -> None:
+    result = run(tmp_path, storing_each_loss("recent = collections.deque(maxlen=2)", "recent.append(loss)"))
+    assert result.findings == ()
+
+
+def test_never_zeroed_gradients_are_found_through_clipping(tmp_path: Path) -> None:
+    result = run(tmp_path, """\
+        for step in range(6):
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            optimizer.step()
+    """)
+    assert [(c, n) for c, n, _ in result.findings] == [("GF203", line_of(tmp_path, "optimizer.step()"))]
+
+
+def test_gradients_reset_by_hand_are_not_accumulation(tmp_path: Path) -> None:
+    result = run(tmp_path, """\
+        for step in range(6):
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            for p in model.parameters():
+                p.grad.zero_()
+    """)
+    assert result.findings == ()
+
+
+def test_retained_graph_still_alive_at_an_early_stop_is_undecided(tmp_path: Path) -> None:
+    body = """\
+        for step in range(6):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward(retain_graph=True)
+            optimizer.step()
+    """
+    assert run(tmp_path, body, max_steps=1).findings == ()
+    assert [(c, n) for c, n, _ in run(tmp_path, body).findings] == [("GF302", line_of(tmp_path, "retain_graph=True"))]
+
+
+def test_penalty_on_constant_gradients_reports_the_grad_call(tmp_path: Path) -> None:
+    result = run(tmp_path, """\
+        x.requires_grad_(True)
+        for step in range(3):
+            optimizer.zero_grad()
+            out = model(x)
+            g = torch.autograd.grad(out.sum(), x, retain_graph=True)[0]
+            loss = nn.functional.mse_loss(out, y) + 0.1 * g.pow(2).sum()
+            loss.backward()
+            optimizer.step()
+    """)
+    ((code, line, evidence),) = result.findings
+    assert (code, line) == ("GF107", line_of(tmp_path, "torch.autograd.grad"))
+    assert dict(evidence)["added to the loss"] == line_of(tmp_path, "loss = nn.functional")
+
+
+def test_a_detectors_crash_is_reported_and_the_program_runs_on(tmp_path: Path, monkeypatch) -> None:
+    from fixer.runtime.protocol import Protocol
+
+    def broken(self, *args):
+        raise ValueError("detector bug")
+
+    monkeypatch.setattr(Protocol, "before_step", broken)
+    path = tmp_path / "train.py"
+    path.write_text(HEAD + "for _ in range(3):\n    nn.functional.mse_loss(model(x), y).backward()\n    optimizer.step()\nprint('done')\n", encoding="utf-8")
+    result = sanitize(str(path))
+    assert result.exit_code == 0 and "done" in result.output
+    assert result.failures == ("Protocol.before_step: ValueError: detector bug",)
+
+
+def test_code_without_a_source_file_is_pointed_at_through_its_caller_without_a_crash() -> None:
+    import graphfix
+
+    program = HEAD + "for _ in range(5):\n    nn.functional.mse_loss(model(x), y).backward()\n    optimizer.step()\n"
+    with graphfix.watch() as session:
+        exec(compile(program, "<cell>", "exec"), {})  # a notebook cell's code: no line to point at
+    assert session.failures == []
+    assert [(f.code, f.filename) for f in session.findings] == [("GF203", __file__)]  # the exec line, the user's nearest
