@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names
+from fixer.analysis.held_values import held_attribute
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function, imported_definition_matches
 from fixer.analysis.scopes import Scope, scope_nodes
@@ -69,6 +70,7 @@ def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Opti
                 if names[head] is None:
                     return None  # a parameter given no plain name (an expression, *args)
                 owner = names[head] + dot + rest
+                owner = held_attribute(ctx, scope, owner, call) or owner  # trainer.opt -> opt given to Trainer(opt)
             elif callee_ctx is not ctx or head in local:
                 return None  # no name for it in the caller
         found.append(CalleeEvent(event.kind, owner, event.call, event.conditional, event.spelling))
