@@ -3,13 +3,15 @@
 ``attribute_writes(ctx, cls)`` maps an attribute name to its writes (``self.x = v``, ``self.x +=
 v``, ``self.x: T = v``, ``del self.x``) in every method, each with its method, statement, value,
 and whether it runs on every call of the method (top level of its body) and under ``no_grad``.
-Computed once per class from the method scopes already indexed. ``constructor_field(ctx, cls,
-attr)`` is the parameter of ``__init__`` an attribute holds for the object's whole life: stored
-once, unconditionally, from the parameter itself, and written nowhere else in the class."""
+Computed once per class from the method scopes already indexed. ``init_parameter`` is the
+parameter of ``__init__`` an attribute starts as (stored once, unconditionally, from the parameter
+itself); ``constructor_field`` the same when no other write exists (it holds it for life);
+``construction_argument`` the argument given for it where the file constructs the class."""
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -65,12 +67,18 @@ def _flat(target: ast.expr) -> list[ast.expr]:
 
 
 def constructor_field(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[str]:
-    writes = attribute_writes(ctx, cls).get(attr, [])
+    """The ``__init__`` parameter ``self.attr`` holds for the object's whole life."""
+    return init_parameter(ctx, cls, attr) if len(attribute_writes(ctx, cls).get(attr, [])) == 1 else None
+
+
+def init_parameter(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[str]:
+    """The parameter ``__init__`` stores as ``self.attr``, once and unconditionally, unchanged."""
+    writes = [w for w in attribute_writes(ctx, cls).get(attr, []) if w.method.node.name == "__init__"]
     if len(writes) != 1:
         return None
     write = writes[0]
     init = write.method.node
-    if init.name != "__init__" or not write.every_call or not isinstance(write.stmt, ast.Assign):
+    if not write.every_call or not isinstance(write.stmt, ast.Assign):
         return None
     if len(write.stmt.targets) != 1 or not isinstance(write.value, ast.Name):
         return None
@@ -82,3 +90,34 @@ def constructor_field(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optiona
     if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for s in before for n in ast.walk(s)):
         return None  # the parameter was rebound first
     return name
+
+
+def construction_argument(ctx: FileContext, cls: ast.ClassDef, attr: str, for_life: bool = True) -> Optional[ast.expr]:
+    """What ``self.attr`` holds (for life, or else from construction until a method rebinds it)
+    when the class is constructed exactly once in this file, as ``x = Cls(...)``: the argument
+    given for the parameter ``__init__`` stores."""
+    param = (constructor_field if for_life else init_parameter)(ctx, cls, attr)
+    sites = constructions(ctx, cls)
+    if param is None or sites is None or len(sites) != 1:
+        return None
+    call = sites[0]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    init = class_methods(ctx, cls)["__init__"].node
+    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    return (dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords}).get(param)
+
+
+def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call]]:
+    """Every ``Cls(...)`` of this file, if each is the value of an assignment; None if the name is
+    used otherwise (passed on, subclassed, called elsewhere): then construction is not known."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> Optional[list[ast.Call]]:
+        if ctx.parent(cls) is not ctx.tree or sum(1 for c in statement_index(ctx).classes if c.name == cls.name) != 1:
+            return None
+        calls = [a.value for a in statement_index(ctx).assigns if isinstance(a.value, ast.Call) and isinstance(a.value.func, ast.Name) and a.value.func.id == cls.name]
+        mentions = len(re.findall(r"\b%s\b" % re.escape(cls.name), ctx.source))
+        return calls if mentions == len(calls) + 1 else None  # the class statement and the constructions only
+
+    return ctx.memo(("constructions", id(cls)), compute)
