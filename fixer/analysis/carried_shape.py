@@ -8,7 +8,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
-from fixer.analysis.class_model import attribute_writes, construction_argument
+from fixer.analysis.class_model import construction_argument, held_for_life
 from fixer.analysis.carried_flow import end_position, inside, position
 from fixer.analysis.graph import CREATION, GraphFacts
 from fixer.analysis.names import dotted, qualified
@@ -163,15 +163,9 @@ def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
 
 
 def _given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]:
-    """``self.rnn`` -> ``rnn`` when the one class of this file that writes ``self.rnn`` keeps ``rnn``
-    for life from its one construction ``Trainer(rnn, ...)`` (class_model); else None."""
-    from fixer.analysis.scopes import statement_index
-
-    if not attr or "." in attr:
-        return None
-    writing = [cls for cls in statement_index(ctx).classes if attr in attribute_writes(ctx, cls)]
-    given = construction_argument(ctx, writing[0], attr) if len(writing) == 1 else None  # whose self, else
-    return given if given is not None and dotted(given) and not dotted(given).startswith("self.") else None
+    """``self.rnn`` -> ``rnn`` given to the one construction ``Trainer(rnn, ...)`` (class_model)."""
+    name = held_for_life(ctx).get(f"self.{attr}") if attr else None
+    return ast.Name(id=name, ctx=ast.Load()) if name and "." not in name else None
 
 
 def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:

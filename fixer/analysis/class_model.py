@@ -121,3 +121,27 @@ def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call
         return calls if mentions == len(calls) + 1 else None  # the class statement and the constructions only
 
     return ctx.memo(("constructions", id(cls)), compute)
+
+
+def held_for_life(ctx: FileContext) -> dict[str, str]:
+    """``self.attr`` -> the dotted name the file's one construction of the class passes for it,
+    for attributes the object keeps for life (``self.opt = opt`` given ``Trainer(opt)``), when only
+    that class of the file writes ``self.attr`` (so the name says whose ``self`` it is)."""
+    from fixer.analysis.names import dotted
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, str]:
+        classes = statement_index(ctx).classes
+        writers: dict[str, list[ast.ClassDef]] = {}
+        for cls in classes:
+            for attr in attribute_writes(ctx, cls):
+                writers.setdefault(attr, []).append(cls)
+        found = {}
+        for attr, written_by in writers.items():
+            given = construction_argument(ctx, written_by[0], attr) if len(written_by) == 1 else None
+            name = dotted(given) if given is not None else None
+            if name and not name.startswith("self."):
+                found[f"self.{attr}"] = name
+        return found
+
+    return ctx.memo("held_for_life", compute)
