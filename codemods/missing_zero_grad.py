@@ -55,6 +55,7 @@ import ast
 import re
 from typing import Iterator, Optional
 
+from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
 from fixer.analysis.call_events import call_events, resolved_callee
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
@@ -269,7 +270,9 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
         if _callee_resets(ctx, scope, call, callee, objects) or _rebuilds_on_receiver(callee, call, objects):
             return True
         inner = _parameters_receiving(callee, call, objects)
-        return depth < MAX_HELPER_DEPTH and bool(inner) and any(
+        if callee.self_name:  # a method reaches the objects its instance keeps (self.optimizer), and hooks
+            inner |= {field for field, name in held_for_life(ctx).items() if name in objects}
+        return depth < MAX_HELPER_DEPTH and (bool(inner) or bool(callee.self_name)) and any(
             _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in ast.walk(callee.node) if isinstance(node, ast.Call)
         )
     body = _bound_lambda(ctx, call.func)
