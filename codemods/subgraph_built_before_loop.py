@@ -208,12 +208,7 @@ def _recompute_given(ctx: FileContext, scope: Scope, name: str, stmt: ast.Assign
             defs = module.assignments.get(node.id, [])
             if node.id in own or len(defs) != 1 or ctx.parent(defs[0][0]) is not ctx.tree:
                 return []
-    body = scope.node.body
-    first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
-    if not ctx.is_own_line(first):
-        return []
-    start = ctx.line_start(first.lineno)
-    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{name} = {ctx.text(stmt.value)}{ctx.newline}")]
+    return _at_method_start(ctx, scope, f"{name} = {ctx.text(stmt.value)}")
 
 
 def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> list[Edit]:
@@ -229,12 +224,17 @@ def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> li
         return []
     if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt.value)):
         return []
+    return _at_method_start(ctx, scope, ctx.text(stmt))
+
+
+def _at_method_start(ctx: FileContext, scope: Scope, line: str) -> list[Edit]:
+    """Insert ``line`` before the method's first statement (after its docstring)."""
     body = scope.node.body
     first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
     if not ctx.is_own_line(first):
         return []
     start = ctx.line_start(first.lineno)
-    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{ctx.text(stmt)}{ctx.newline}")]
+    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]
 
 
 def _saving_from_trainable(scope: Scope, stmt: ast.Assign) -> bool:

@@ -11,6 +11,7 @@ itself); ``constructor_field`` the same when no other write exists (it holds it 
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -114,13 +115,48 @@ def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call
     from fixer.analysis.scopes import statement_index
 
     def compute() -> Optional[list[ast.Call]]:
-        if ctx.parent(cls) is not ctx.tree or sum(1 for c in statement_index(ctx).classes if c.name == cls.name) != 1:
+        calls = _assigned_calls(ctx).get(cls.name, [])
+        if not calls or ctx.parent(cls) is not ctx.tree or sum(1 for c in statement_index(ctx).classes if c.name == cls.name) != 1:
             return None
-        calls = [a.value for a in statement_index(ctx).assigns if isinstance(a.value, ast.Call) and isinstance(a.value.func, ast.Name) and a.value.func.id == cls.name]
-        mentions = len(re.findall(r"\b%s\b" % re.escape(cls.name), ctx.source))
+        mentions = _mentions(ctx).get(cls.name, 0)
         return calls if mentions == len(calls) + 1 else None  # the class statement and the constructions only
 
     return ctx.memo(("constructions", id(cls)), compute)
+
+
+def _mentions(ctx: FileContext) -> dict[str, int]:
+    """How often the source names each class of the file that an assignment constructs (one scan)."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, int]:
+        names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
+        if not names:
+            return {}
+        pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))))
+        return dict(collections.Counter(pattern.findall(ctx.source)))
+
+    return ctx.memo("class_mentions", compute)
+
+
+def _assigned_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
+    """``x = Name(...)`` values of the file by the called name (one pass over its assignments)."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, list[ast.Call]]:
+        found: dict[str, list[ast.Call]] = {}
+        for a in statement_index(ctx).assigns:
+            if isinstance(a.value, ast.Call) and isinstance(a.value.func, ast.Name):
+                found.setdefault(a.value.func.id, []).append(a.value)
+        return found
+
+    return ctx.memo("assigned_calls", compute)
+
+
+def _written_only_in(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+    """No text outside the class stores to ``.attr`` (so ``self.attr`` elsewhere is another object's)."""
+    pattern = re.compile(r"\.%s\s*(?:[-+*/@%%|&^]|//|\*\*|<<|>>)?=(?!=)" % re.escape(attr))
+    lines = ctx.lines_matching(pattern)
+    return all(cls.lineno <= line <= cls.end_lineno for line in lines)
 
 
 def held_for_life(ctx: FileContext) -> dict[str, str]:
@@ -131,17 +167,16 @@ def held_for_life(ctx: FileContext) -> dict[str, str]:
     from fixer.analysis.scopes import statement_index
 
     def compute() -> dict[str, str]:
-        classes = statement_index(ctx).classes
-        writers: dict[str, list[ast.ClassDef]] = {}
-        for cls in classes:
+        found: dict[str, str] = {}
+        constructed = _assigned_calls(ctx)
+        for cls in statement_index(ctx).classes:  # only classes the file constructs: a cheap test first
+            if cls.name not in constructed or constructions(ctx, cls) is None:
+                continue
             for attr in attribute_writes(ctx, cls):
-                writers.setdefault(attr, []).append(cls)
-        found = {}
-        for attr, written_by in writers.items():
-            given = construction_argument(ctx, written_by[0], attr) if len(written_by) == 1 else None
-            name = dotted(given) if given is not None else None
-            if name and not name.startswith("self."):
-                found[f"self.{attr}"] = name
+                given = construction_argument(ctx, cls, attr)
+                name = dotted(given) if given is not None else None
+                if name and not name.startswith("self.") and _written_only_in(ctx, cls, attr):
+                    found[f"self.{attr}"] = name
         return found
 
     return ctx.memo("held_for_life", compute)

@@ -55,12 +55,14 @@ def _stored_name(ctx: FileContext, scope: Scope, holder: str, read: ast.expr, at
 
     graph = facts(ctx, scope)
     defs = graph.reaching(holder, at)
-    stored_into, called = _touched(ctx, scope)
-    if len(defs) != 1 or holder in stored_into or isinstance(read, ast.Subscript) and holder in called:
-        return None  # an object's methods can change only what its class model says they write
+    if len(defs) != 1 or not isinstance(defs[0][1], (ast.Dict, ast.Tuple, ast.Call)):
+        return None
     stmt, value = defs[0]
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return None
+    stored_into, called = _touched(ctx, scope)
+    if holder in stored_into or isinstance(read, ast.Subscript) and holder in called:
+        return None  # an object's methods can change only what its class model says they write
     stored = _stored(ctx, value, read, holder in called)
     if not isinstance(stored, ast.Name) or stored.id == holder:
         return None
