@@ -61,6 +61,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.held_values import held_name
 from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
@@ -101,6 +102,7 @@ class LossAccumulatedWithGraph(Rule):
             if found is None:
                 continue
             stmt, accumulator, value = found
+            value = held_name(ctx, scope, value) or value  # total += out["loss"]: the value of loss
             if under_no_grad(ctx, stmt) or not _outlives_iteration(ctx, scope, graph, stmt, accumulator):
                 continue
             if _escapes(ctx, scope, graph, accumulator) and _differentiable_gradient(ctx, graph, value, stmt):

@@ -55,8 +55,9 @@ import ast
 import re
 from typing import Iterator, Optional
 
+from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
-from fixer.analysis.call_events import resolved_callee
+from fixer.analysis.call_events import call_events, resolved_callee
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
 from fixer.analysis.protocol import (
     Event,
@@ -267,10 +268,12 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
         return True
     if callee is not None:
         callee_ctx = callee.ctx or ctx
-        if GRADIENT_RESET.search(callee_ctx.text(callee.node)) or _rebuilds_on_receiver(callee, call, objects):
+        if _callee_resets(ctx, scope, call, callee, objects) or _rebuilds_on_receiver(callee, call, objects):
             return True
         inner = _parameters_receiving(callee, call, objects)
-        return depth < MAX_HELPER_DEPTH and bool(inner) and any(
+        if callee.self_name:  # a method reaches the objects its instance keeps (self.optimizer), and hooks
+            inner |= {field for field, name in held_for_life(ctx).items() if name in objects}
+        return depth < MAX_HELPER_DEPTH and (bool(inner) or bool(callee.self_name)) and any(
             _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in walk(callee.node) if isinstance(node, ast.Call)
         )
     body = _bound_lambda(ctx, call.func)
@@ -281,6 +284,21 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
     arguments = list(call.args) + [k.value for k in call.keywords]
     via_scaler = isinstance(call.func, ast.Attribute) and call.func.attr in ("step", "unscale_") and is_scaler(ctx, call.func.value)
     return any(dotted(arg) in objects for arg in arguments) and not via_scaler
+
+
+def _callee_resets(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, objects: set[str]) -> bool:
+    """The callee may clear the gradients of an optimizer among ``objects``: its text resets
+    gradients, unless every reset is an ``x.zero_grad()`` whose owner, in the caller's names
+    (call_events), is known to belong to other parameters."""
+    text = (callee.ctx or ctx).text(callee.node)
+    resets = list(GRADIENT_RESET.finditer(text))
+    optimizers = [o for o in objects if o in optimizer_params(ctx)]
+    if not resets or any(not _is_zero_grad_method(text, m) for m in resets) or not optimizers:
+        return bool(resets)
+    events = call_events(ctx, scope, call)
+    if events is None:
+        return True
+    return any(e.kind == "zero_grad" and (e.owner is None or zeroes_for(ctx, e.owner, o) is not False) for e in events for o in optimizers)
 
 
 def _rebuilds_on_receiver(callee: Scope, call: ast.Call, objects: set[str]) -> bool:

@@ -58,6 +58,7 @@ from typing import Iterator
 
 from fixer.analysis.calls import BackwardCall, backward_calls, training_call_text, optimizer_calls
 from fixer.analysis.carried_flow import always_runs
+from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
@@ -190,8 +191,9 @@ def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, Back
             if not always_runs(ctx, ctx.statement_of(inner.node), helper.node):
                 continue
             index = params.index(target)
-            if index < len(node.args) and isinstance(node.args[index], ast.Name):
-                found[BackwardCall(node, node.args[index], "helper")] = inner
+            argument = held_name(ctx, scope, node.args[index]) or node.args[index] if index < len(node.args) else None
+            if argument is not None and dotted(argument):  # loss, self.loss, out["loss"]
+                found[BackwardCall(node, argument, "helper")] = inner
     return found
 
 

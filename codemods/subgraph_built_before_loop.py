@@ -77,7 +77,7 @@ from fixer.analysis.graph_reuse import (
 )
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
-from fixer.analysis.init_graphs import init_graphs
+from fixer.analysis.init_graphs import given_graphs, init_graphs
 from fixer.analysis.shared_graph import keyword_edit, saves_tensors
 from fixer.analysis.training_calls import steps_optimizer, training_calls
 from fixer.context import FileContext
@@ -122,6 +122,19 @@ class SubgraphBuiltBeforeLoop(Rule):
                 edits = _recompute_in_method(ctx, scope, stmt)
                 if not edits:
                     yield self.diagnostic(ctx, stmt, f"{message}; compute it in `{method}` (keep only its inputs on `self`)")
+                    continue
+                yield self.diagnostic(ctx, stmt, f"{message}; recompute it at the start of `{method}`", edits,
+                                      Applicability.UNSAFE, title=f"Recompute `{name}` in `{method}`")
+
+            for name, stmt, _ in given_graphs(ctx, scope, _saving_from_trainable):
+                method, cls = scope.node.name, scope.class_node.name
+                message = (
+                    f"`{ctx.text(stmt)}` is built once, kept by `{cls}` as `{name}` and backpropagated through by "
+                    f"every call of `{method}`: the first call's backward frees its graph, the second fails"
+                )
+                edits = _recompute_given(ctx, scope, name, stmt)
+                if not edits:
+                    yield self.diagnostic(ctx, stmt, f"{message}; compute it in `{method}`")
                     continue
                 yield self.diagnostic(ctx, stmt, f"{message}; recompute it at the start of `{method}`", edits,
                                       Applicability.UNSAFE, title=f"Recompute `{name}` in `{method}`")
@@ -181,6 +194,25 @@ class SubgraphBuiltBeforeLoop(Rule):
         return self.diagnostic(ctx, stmt, f"{message}; compute `{name}` inside the loop")
 
 
+def _recompute_given(ctx: FileContext, scope: Scope, name: str, stmt: ast.Assign) -> list[Edit]:
+    """``self.y = t @ a`` at the start of the method when the module-level value reads only names
+    the module binds once at its top level (or imports) and the method does not bind."""
+    module = facts(ctx, scopes(ctx)[0])
+    own = {n.id for n in scope_nodes(scope) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    args = scope.node.args
+    own |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}
+    if not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
+        return []
+    for node in walk(stmt.value):
+        if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return []
+        if isinstance(node, ast.Name) and node.id not in imported_names(ctx):
+            defs = module.assignments.get(node.id, [])
+            if node.id in own or len(defs) != 1 or ctx.parent(defs[0][0]) is not ctx.tree:
+                return []
+    return _at_method_start(ctx, scope, f"{name} = {ctx.text(stmt.value)}")
+
+
 def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> list[Edit]:
     """Copy ``self.x = <value>`` from ``__init__`` to the start of the method when the value reads
     only ``self`` and imported names (``self.L @ self.L.t()``): the method then builds its own graph
@@ -194,12 +226,17 @@ def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> li
         return []
     if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for n in walk(stmt.value)):
         return []
+    return _at_method_start(ctx, scope, ctx.text(stmt))
+
+
+def _at_method_start(ctx: FileContext, scope: Scope, line: str) -> list[Edit]:
+    """Insert ``line`` before the method's first statement (after its docstring)."""
     body = scope.node.body
     first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
     if not ctx.is_own_line(first):
         return []
     start = ctx.line_start(first.lineno)
-    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{ctx.text(stmt)}{ctx.newline}")]
+    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]
 
 
 def _saving_from_trainable(scope: Scope, stmt: ast.Assign) -> bool:

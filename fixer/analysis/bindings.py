@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import scopes, statement_index
@@ -107,6 +108,7 @@ def module_names(ctx: FileContext) -> set[str]:
                     name = dotted(element)
                     if name and _is_module_construction(ctx, value, classes):
                         found.add(name)
+        found |= {field for field, name in held_for_life(ctx).items() if name in found}  # self.net given Trainer(net)
         return found
 
     return ctx.memo("module_names", compute)

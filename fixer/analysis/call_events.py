@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names
+from fixer.analysis.held_values import held_attribute
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function, imported_definition_matches
 from fixer.analysis.scopes import Scope, scope_nodes
@@ -69,6 +70,7 @@ def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Opti
                 if names[head] is None:
                     return None  # a parameter given no plain name (an expression, *args)
                 owner = names[head] + dot + rest
+                owner = held_attribute(ctx, scope, owner, call) or owner  # trainer.opt -> opt given to Trainer(opt)
             elif callee_ctx is not ctx or head in local:
                 return None  # no name for it in the caller
         found.append(CalleeEvent(event.kind, owner, event.call, event.conditional, event.spelling))
@@ -77,7 +79,8 @@ def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Opti
 
 def resolved_callee(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[Scope]:
     """A function of the project, or a method of a class of this file called on an instance of it
-    (``trainer.step(x)`` with ``trainer = Trainer(...)`` the name's only binding in the file)."""
+    (``trainer.step(x)`` with ``trainer = Trainer(...)`` the name's only binding in the file, or
+    the one binding of the scope that reaches the call)."""
     callee = called_function(ctx, scope, call.func)
     if callee is not None or not isinstance(call.func, ast.Attribute):
         return callee
@@ -85,6 +88,12 @@ def resolved_callee(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[
 
     owner = dotted(call.func.value)
     cls = object_class(ctx, owner) if owner and "." not in owner else None
+    if cls is None and owner and "." not in owner:  # trainer = Trainer(...) in this scope, the one binding reaching the call
+        from fixer.analysis.graph import facts
+        from fixer.analysis.instances import instance_class
+
+        defs = facts(ctx, scope).reaching(owner, call)
+        cls = instance_class(ctx, defs[0][1]) if len(defs) == 1 else None
     if cls is None:
         return None
     from fixer.analysis.scopes import scopes

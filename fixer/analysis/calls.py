@@ -85,12 +85,25 @@ OPTIMIZER_TEXT = re.compile(r"zero_grad|\.step\b")
 
 
 def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
+    """The scope's backward calls; a target read back from a holder (``out["loss"].backward()``
+    after ``out = {"loss": loss}``) stands as the name it holds (held_values)."""
+    from fixer.analysis.held_values import held_name  # held_values reads the graph facts, which read these calls
+
+    def compute() -> list[BackwardCall]:
+        return [BackwardCall(c.node, held_name(ctx, scope, c.target) or c.target, c.kind) for c in written_backward_calls(ctx, scope)]
+
+    return ctx.memo(("backward_calls", id(scope.node)), compute)
+
+
+def written_backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
+    """The scope's backward calls with their targets as written."""
+
     def compute() -> list[BackwardCall]:
         if not ctx.mentions(scope.node, BACKWARD_TEXT):
             return []  # cheap gate: no need to walk a scope that never says "backward"
         return [call for node in scope_nodes(scope) if (call := backward_call(ctx, node)) is not None]
 
-    return ctx.memo(("backward_calls", id(scope.node)), compute)
+    return ctx.memo(("written_backward_calls", id(scope.node)), compute)
 
 
 @dataclass(frozen=True)

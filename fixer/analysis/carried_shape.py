@@ -8,6 +8,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
+from fixer.analysis.class_model import construction_argument, held_for_life
 from fixer.analysis.carried_flow import end_position, inside, position
 from fixer.analysis.graph import CREATION, GraphFacts
 from fixer.analysis.names import dotted, qualified
@@ -53,7 +54,13 @@ def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iterat
         return value, _block_encloses(ctx, stmt, it.node)
     if scope.self_name and name.startswith(f"{scope.self_name}."):
         value = class_init_values(ctx, scope, "__init__").get(name)
-        return value, value is not None
+        constructed = construction_argument(ctx, scope.class_node, name.split(".", 1)[1], for_life=False) if value is not None else None
+        if isinstance(constructed, ast.Name):  # Trainer(hidden) with hidden = None at the module's level
+            from fixer.analysis.graph import facts
+
+            defs = facts(ctx, scopes(ctx)[0]).reaching(constructed.id, constructed)
+            constructed = defs[0][1] if len(defs) == 1 and defs[0][1] is not None else constructed
+        return constructed or value, value is not None  # Trainer(hidden=None): what __init__ was given
     node = scope.node
     if not isinstance(node, ast.Module) and name in {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}:
         return None, True
@@ -99,12 +106,12 @@ def _shape(ctx: FileContext, graph: GraphFacts, value: ast.expr, depth: int) -> 
             return "tuple" if TUPLE_MODULES.match(module) else "tensor"
         if module and module.endswith("LSTMCell"):
             return "tensor"
-        forward = forward_scope(ctx, value.value.func)
-        if forward is not None and depth < 3:
+        forward = forward_scope(ctx, value.value.func) or graph._local_function(value.value.func)
+        if forward is not None and depth < 3:  # a module's forward, or a function of this file
             return _returned_shape(ctx, forward, value.slice.value, depth + 1)
         return "unknown"
-    if isinstance(value, ast.Name) and depth < 3:
-        defs = graph.reaching(value.id, value)
+    if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value) and depth < 3:  # x, self.x
+        defs = graph.reaching(dotted(value), value)
         shapes = {_shape(ctx, graph, v, depth + 1) for _, v in defs if v is not None}
         return shapes.pop() if len(shapes) == 1 else "unknown"
     if isinstance(value, ast.Call):
@@ -140,6 +147,9 @@ def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
     if name is None:
         return None
     attr = name.split(".", 1)[1] if name.startswith("self.") else None
+    given = _given_for_life(ctx, attr)
+    if given is not None:
+        return _module_class(ctx, given)
     for node in statement_index(ctx).assigns:
         if not isinstance(node.value, ast.Call):
             continue
@@ -152,6 +162,12 @@ def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
     return None
 
 
+def _given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]:
+    """``self.rnn`` -> ``rnn`` given to the one construction ``Trainer(rnn, ...)`` (class_model)."""
+    name = held_for_life(ctx).get(f"self.{attr}") if attr else None
+    return ast.Name(id=name, ctx=ast.Load()) if name and "." not in name else None
+
+
 def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     """The ``forward`` method run by calling ``func`` when it holds an instance of a module class
     defined in this file (``model = Tagger()`` ... ``model(x)``)."""
@@ -161,6 +177,9 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     name = dotted(func)
     if name is None:
         return None
+    given = _given_for_life(ctx, name.split(".", 1)[1] if name.startswith("self.") else None)
+    if given is not None:
+        return forward_scope(ctx, given)
     classes = module_classes(ctx)
     for node in statement_index(ctx).assigns:
         value = node.value

@@ -14,8 +14,9 @@ import re
 from typing import Optional
 
 from fixer.analysis.bindings import defined_functions, imported_names, module_names
-from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, backward_calls
+from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
+from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
@@ -100,7 +101,7 @@ class GraphFacts:
                 self._bind(node.optional_vars, self.ctx.parent(node) or node, None)  # the With has the position
             elif isinstance(node, ast.NamedExpr):
                 self._bind(node.target, node, node.value)
-        for call in backward_calls(self.ctx, self.scope):
+        for call in written_backward_calls(self.ctx, self.scope):
             targets = call.target.elts if isinstance(call.target, (ast.Tuple, ast.List)) else [call.target]
             for target in targets:
                 name = dotted(target)
@@ -161,6 +162,9 @@ class GraphFacts:
         at = at or expr
         if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.Dict, ast.DictComp, ast.SetComp, ast.Set)):
             return Kind.NONE
+        held = held_name(self.ctx, self.scope, expr) if isinstance(expr, (ast.Subscript, ast.Attribute)) else None
+        if held is not None:  # out["loss"] after out = {"loss": loss}: the value of loss
+            return self._kind_of_name(held, at, seen)
         if isinstance(expr, (ast.Name, ast.Attribute)):
             return self._kind_of_name(expr, at, seen)
         if isinstance(expr, ast.Call):

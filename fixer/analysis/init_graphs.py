@@ -17,6 +17,7 @@ from typing import Callable
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_flow import always_runs
+from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
 from fixer.analysis.names import dotted
@@ -34,11 +35,7 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
         return []
     if not ctx.mentions(ctx.tree, _method_call_text(scope.node.name)) or scope.node.name not in _called_in_loops(ctx):
         return []  # the text never calls the method: no need to walk the file for loops
-    calls = [
-        c for c in backward_calls(ctx, scope)
-        if frees_graph(c) and c.kind != "autograd.grad" and not enclosing_loops(ctx, ctx.statement_of(c.node), scope)
-        and always_runs(ctx, c.node, scope.node)
-    ]
+    calls = _every_call_backwards(ctx, scope)
     if not calls:
         return []
     init = next((s for s in scopes(ctx) if s.class_node is scope.class_node and getattr(s.node, "name", "") == "__init__"), None)
@@ -57,6 +54,47 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
         if reaching:
             found.append((name, stmt, reaching))
     return found
+
+
+def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Assign], bool]) -> list[InitGraph]:
+    """The same for a graph built at the module's level and given to the class's one construction,
+    which keeps it for life (``y = t @ a``; ``Trainer(y)`` storing ``self.y = y``): (attribute,
+    the module-level assignment, backward calls)."""
+    if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or scope.node.name not in _called_in_loops(ctx):
+        return []
+    fields = {f: n for f, n in held_for_life(ctx).items() if "." not in n and f.split(".", 1)[1] in _attributes(ctx, scope)}
+    calls = _every_call_backwards(ctx, scope) if fields else []
+    sites = constructions(ctx, scope.class_node) if calls else None
+    if not sites or ctx.parent(ctx.statement_of(sites[0])) is not ctx.tree:
+        return []
+    module = scopes(ctx)[0]
+    module_graph, graph, nodes = facts(ctx, module), facts(ctx, scope), scope_nodes(scope)
+    found = []
+    for field, given in sorted(fields.items()):
+        defs = module_graph.reaching(given, sites[0])
+        stmt = defs[0][0] if len(defs) == 1 else None
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or ctx.parent(stmt) is not ctx.tree:
+            continue
+        if module_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(module, stmt):
+            continue
+        name = f"{scope.self_name}.{field.split('.', 1)[1]}"
+        reaching = [c for c in calls if reaches(c, derived_names(ctx, graph, {name}, nodes))]
+        if reaching:
+            found.append((name, stmt, reaching))
+    return found
+
+
+def _attributes(ctx: FileContext, scope: Scope) -> set[str]:
+    return {n.attr for n in scope_nodes(scope) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n.value) == scope.self_name}
+
+
+def _every_call_backwards(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
+    """The method's backward calls that run, and free their graph, on every call."""
+    return [
+        c for c in backward_calls(ctx, scope)
+        if frees_graph(c) and c.kind != "autograd.grad" and not enclosing_loops(ctx, ctx.statement_of(c.node), scope)
+        and always_runs(ctx, c.node, scope.node)
+    ]
 
 
 def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.Assign]:

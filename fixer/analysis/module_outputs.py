@@ -19,6 +19,7 @@ import ast
 from typing import Optional, Union
 
 from fixer.analysis.bindings import module_classes
+from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index, under_no_grad
@@ -54,6 +55,7 @@ def _resolve(ctx: FileContext, name: Optional[str]) -> Optional[str]:
     """The one module class (``TORCH`` for torch's own) every assignment of ``name`` constructs."""
     if name is None:
         return None
+    name = held_for_life(ctx).get(name, name)  # self.net given Trainer(net): net's construction
     kinds = _constructions(ctx).get(name)
     return next(iter(kinds)) if kinds and len(kinds) == 1 and None not in kinds else None
 

@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.call_events import call_events
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
+from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
@@ -152,9 +153,21 @@ def optimizer_params(ctx: FileContext) -> dict[str, Optional[frozenset[str]]]:
             models = _parameter_owners(ctx, assign)
             previous = owners.get(name, frozenset())
             owners[name] = None if models is None or previous is None else previous | models
+        _trainer_fields(ctx, owners)
         return owners
 
     return ctx.memo("optimizer_params", compute)
+
+
+def _trainer_fields(ctx: FileContext, owners: dict[str, Optional[frozenset[str]]]) -> None:
+    """``self.opt`` of a class the file constructs once as ``Trainer(opt, model)`` steps what
+    ``opt`` steps, also under the names the object keeps the models by (``self.model``)."""
+    fields = held_for_life(ctx)
+    held = {name: field for field, name in fields.items()}
+    for field, name in fields.items():
+        if name in owners and field not in owners:
+            models = owners[name]
+            owners[field] = None if models is None else models | {held[m] for m in models if m in held}
 
 
 def _parameter_owners(ctx: FileContext, assign: ast.Assign) -> Optional[frozenset[str]]:

@@ -148,11 +148,23 @@ def _declared_global(scope: Scope) -> set[str]:
 
 def _names_read_elsewhere(ctx: FileContext, scope: Scope) -> set[str]:
     """Names of this scope read by a nested function or lambda (or, for the module, by any function)."""
-    if isinstance(scope.node, ast.Module):
-        roots = [s.node for s in scopes(ctx) if s.node is not scope.node]
-    else:
-        roots = [n for n in scope_nodes(scope) if isinstance(n, NESTED)]
-    return {n.id for root in roots for n in walk(root) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(scope.node, ast.Module):  # a function's own parameters and locals are not the module's names
+        return {name for s in scopes(ctx) if s.node is not scope.node for name in _loads(s.node) - _own_locals(s)}
+    return {name for node in scope_nodes(scope) if isinstance(node, NESTED) for name in _loads(node)}
+
+
+def _loads(root: ast.AST) -> set[str]:
+    return {n.id for n in walk(root) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _own_locals(function: Scope) -> set[str]:
+    """Names a function binds at its own level (parameters, assignments), less those it declares global."""
+    args = function.node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}
+    nodes = scope_nodes(function)
+    stored = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    declared = {name for n in nodes if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    return (params | stored) - declared
 
 
 def _after(node: ast.AST, call: ast.AST) -> bool:

@@ -1,0 +1,183 @@
+"""Class models: per class of this file, which methods write each attribute of ``self``.
+
+``attribute_writes(ctx, cls)`` maps an attribute name to its writes (``self.x = v``, ``self.x +=
+v``, ``self.x: T = v``, ``del self.x``) in every method, each with its method, statement, value,
+and whether it runs on every call of the method (top level of its body) and under ``no_grad``.
+Computed once per class from the method scopes already indexed. ``init_parameter`` is the
+parameter of ``__init__`` an attribute starts as (stored once, unconditionally, from the parameter
+itself); ``constructor_field`` the same when no other write exists (it holds it for life);
+``construction_argument`` the argument given for it where the file constructs the class."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.context import FileContext
+from fixer.nodes import walk
+
+
+@dataclass(frozen=True)
+class Write:
+    method: Scope
+    stmt: ast.stmt
+    value: Optional[ast.expr]  # None for ``del``
+    every_call: bool  # a statement of the method's top-level body
+    no_grad: bool
+
+
+def class_methods(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Scope]:
+    def compute() -> dict[str, Scope]:
+        return {s.node.name: s for s in scopes(ctx) if s.class_node is cls and s.self_name}
+
+    return ctx.memo(("class_methods", id(cls)), compute)
+
+
+def attribute_writes(ctx: FileContext, cls: ast.ClassDef) -> dict[str, list[Write]]:
+    def compute() -> dict[str, list[Write]]:
+        found: dict[str, list[Write]] = {}
+        for method in class_methods(ctx, cls).values():
+            top = set(map(id, method.node.body))
+            for node in scope_nodes(method):
+                for target, value in _targets(node):
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == method.self_name:
+                        write = Write(method, node, value, id(node) in top, under_no_grad(ctx, node))
+                        found.setdefault(target.attr, []).append(write)
+        return found
+
+    return ctx.memo(("attribute_writes", id(cls)), compute)
+
+
+def _targets(node: ast.AST) -> list[tuple[ast.expr, Optional[ast.expr]]]:
+    if isinstance(node, ast.Assign):
+        return [(t, node.value) for target in node.targets for t in _flat(target)]
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+        return [(node.target, node.value)]
+    if isinstance(node, ast.Delete):
+        return [(t, None) for t in node.targets]
+    return []
+
+
+def _flat(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [t for element in target.elts for t in _flat(element)]
+    return [target.value] if isinstance(target, ast.Starred) else [target]
+
+
+def constructor_field(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[str]:
+    """The ``__init__`` parameter ``self.attr`` holds for the object's whole life."""
+    return init_parameter(ctx, cls, attr) if len(attribute_writes(ctx, cls).get(attr, [])) == 1 else None
+
+
+def init_parameter(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[str]:
+    """The parameter ``__init__`` stores as ``self.attr``, once and unconditionally, unchanged."""
+    writes = [w for w in attribute_writes(ctx, cls).get(attr, []) if w.method.node.name == "__init__"]
+    if len(writes) != 1:
+        return None
+    write = writes[0]
+    init = write.method.node
+    if not write.every_call or not isinstance(write.stmt, ast.Assign):
+        return None
+    if len(write.stmt.targets) != 1 or not isinstance(write.value, ast.Name):
+        return None
+    name = write.value.id
+    args = init.args
+    if name not in [a.arg for a in args.posonlyargs + args.args[1:] + args.kwonlyargs]:
+        return None
+    before = init.body[: init.body.index(write.stmt)]
+    if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for s in before for n in walk(s)):
+        return None  # the parameter was rebound first
+    return name
+
+
+def construction_argument(ctx: FileContext, cls: ast.ClassDef, attr: str, for_life: bool = True) -> Optional[ast.expr]:
+    """What ``self.attr`` holds (for life, or else from construction until a method rebinds it)
+    when the class is constructed exactly once in this file, as ``x = Cls(...)``: the argument
+    given for the parameter ``__init__`` stores."""
+    param = (constructor_field if for_life else init_parameter)(ctx, cls, attr)
+    sites = constructions(ctx, cls)
+    if param is None or sites is None or len(sites) != 1:
+        return None
+    call = sites[0]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    init = class_methods(ctx, cls)["__init__"].node
+    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    return (dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords}).get(param)
+
+
+def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call]]:
+    """Every ``Cls(...)`` of this file, if each is the value of an assignment; None if the name is
+    used otherwise (passed on, subclassed, called elsewhere): then construction is not known."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> Optional[list[ast.Call]]:
+        calls = _assigned_calls(ctx).get(cls.name, [])
+        if not calls or ctx.parent(cls) is not ctx.tree or sum(1 for c in statement_index(ctx).classes if c.name == cls.name) != 1:
+            return None
+        mentions = _mentions(ctx).get(cls.name, 0)
+        return calls if mentions == len(calls) + 1 else None  # the class statement and the constructions only
+
+    return ctx.memo(("constructions", id(cls)), compute)
+
+
+def _mentions(ctx: FileContext) -> dict[str, int]:
+    """How often the source names each class of the file that an assignment constructs (one scan)."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, int]:
+        names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
+        if not names:
+            return {}
+        pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))))
+        return dict(collections.Counter(pattern.findall(ctx.source)))
+
+    return ctx.memo("class_mentions", compute)
+
+
+def _assigned_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
+    """``x = Name(...)`` values of the file by the called name (one pass over its assignments)."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, list[ast.Call]]:
+        found: dict[str, list[ast.Call]] = {}
+        for a in statement_index(ctx).assigns:
+            if isinstance(a.value, ast.Call) and isinstance(a.value.func, ast.Name):
+                found.setdefault(a.value.func.id, []).append(a.value)
+        return found
+
+    return ctx.memo("assigned_calls", compute)
+
+
+def _written_only_in(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+    """No text outside the class stores to ``.attr`` (so ``self.attr`` elsewhere is another object's)."""
+    pattern = re.compile(r"\.%s\s*(?:[-+*/@%%|&^]|//|\*\*|<<|>>)?=(?!=)" % re.escape(attr))
+    lines = ctx.lines_matching(pattern)
+    return all(cls.lineno <= line <= cls.end_lineno for line in lines)
+
+
+def held_for_life(ctx: FileContext) -> dict[str, str]:
+    """``self.attr`` -> the dotted name the file's one construction of the class passes for it,
+    for attributes the object keeps for life (``self.opt = opt`` given ``Trainer(opt)``), when only
+    that class of the file writes ``self.attr`` (so the name says whose ``self`` it is)."""
+    from fixer.analysis.names import dotted
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, str]:
+        found: dict[str, str] = {}
+        constructed = _assigned_calls(ctx)
+        for cls in statement_index(ctx).classes:  # only classes the file constructs: a cheap test first
+            if cls.name not in constructed or constructions(ctx, cls) is None:
+                continue
+            for attr in attribute_writes(ctx, cls):
+                given = construction_argument(ctx, cls, attr)
+                name = dotted(given) if given is not None else None
+                if name and not name.startswith("self.") and _written_only_in(ctx, cls, attr):
+                    found[f"self.{attr}"] = name
+        return found
+
+    return ctx.memo("held_for_life", compute)

@@ -1,0 +1,123 @@
+"""Values read back from the holder the code put them in, as value flow.
+
+``out["loss"]`` after ``out = {"loss": loss}``, ``out[0]`` after ``out = (loss,)`` and ``out.loss``
+after ``out = Output(loss)`` (a class of this file whose ``__init__`` keeps the parameter, see
+class_model) read the value of ``loss``. ``held_name(ctx, scope, read)`` gives a Name standing for
+that value, positioned at the read (its text is the read's), when the holder's only reaching
+binding is that literal or construction, nothing stores into or through the holder in the scope
+(nor passes it to a call; a dict or tuple may not have a method called on it either), and the
+stored name has the same reaching bindings at the read as at the store. Otherwise None: a holder
+that may have changed yields no fact. ``held_attribute`` answers the same for a dotted name."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.class_model import class_methods, constructor_field
+from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.context import FileContext
+
+READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "index", "count"})
+
+
+def held_name(ctx: FileContext, scope: Scope, read: ast.expr) -> Optional[ast.Name]:
+    if not isinstance(read, (ast.Subscript, ast.Attribute)) or not isinstance(read.value, ast.Name):
+        return None
+    if isinstance(read, ast.Subscript) and not isinstance(read.slice, ast.Constant):
+        return None
+    return ctx.memo(("held_name", id(read)), lambda: _resolve(ctx, scope, read))
+
+
+def _resolve(ctx: FileContext, scope: Scope, read: ast.expr) -> Optional[ast.Name]:
+    stored = _stored_name(ctx, scope, read.value.id, read, read)
+    if stored is None:
+        return None
+    name = ast.copy_location(ast.Name(id=stored, ctx=ast.Load()), read)
+    parent = ctx.parent(read)
+    if parent is not None:
+        ctx.set_parent(name, parent)
+    return name
+
+
+def held_attribute(ctx: FileContext, scope: Scope, owner: str, at: ast.AST) -> Optional[str]:
+    """``trainer.optimizer`` (a dotted name, read at ``at``) -> ``optimizer`` when ``trainer =
+    Trainer(optimizer, ...)`` keeps it for life; None otherwise."""
+    holder, _, attr = owner.partition(".")
+    if not attr or "." in attr:
+        return None
+    read = ast.Attribute(value=ast.Name(id=holder, ctx=ast.Load()), attr=attr, ctx=ast.Load())
+    return ctx.memo(("held_attribute", owner, id(at)), lambda: _stored_name(ctx, scope, holder, read, at))
+
+
+def _stored_name(ctx: FileContext, scope: Scope, holder: str, read: ast.expr, at: ast.AST) -> Optional[str]:
+    from fixer.analysis.graph import facts  # graph asks this module about reads
+
+    graph = facts(ctx, scope)
+    defs = graph.reaching(holder, at)
+    if len(defs) != 1 or not isinstance(defs[0][1], (ast.Dict, ast.Tuple, ast.Call)):
+        return None
+    stmt, value = defs[0]
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    stored_into, called = _touched(ctx, scope)
+    if holder in stored_into or isinstance(read, ast.Subscript) and holder in called:
+        return None  # an object's methods can change only what its class model says they write
+    stored = _stored(ctx, value, read, holder in called)
+    if not isinstance(stored, ast.Name) or stored.id == holder:
+        return None
+    if [id(s) for s, _ in graph.reaching(stored.id, at)] != [id(s) for s, _ in graph.reaching(stored.id, stmt)]:
+        return None  # the stored name was rebound between the store and the read
+    return stored.id
+
+
+def _stored(ctx: FileContext, value: Optional[ast.expr], read: ast.expr, methods_called: bool) -> Optional[ast.expr]:
+    """The element of the literal or construction ``value`` that ``read`` reads. An object whose
+    methods are called must have a class without bases: an inherited method could rebind it."""
+    if isinstance(read, ast.Subscript):
+        key = read.slice.value
+        if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) for k in value.keys):
+            found = [v for k, v in zip(value.keys, value.values) if k.value == key]
+            return found[-1] if found else None
+        if isinstance(value, ast.Tuple) and isinstance(key, int) and not isinstance(key, bool) and -len(value.elts) <= key < len(value.elts):
+            if not any(isinstance(e, ast.Starred) for e in value.elts):
+                return value.elts[key]
+        return None
+    from fixer.analysis.instances import instance_class  # instances reads the graph facts
+
+    cls = instance_class(ctx, value)
+    if cls is None or methods_called and any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases):
+        return None
+    param = constructor_field(ctx, cls, read.attr)
+    if param is None:
+        return None
+    init = class_methods(ctx, cls)["__init__"].node
+    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    if any(isinstance(a, ast.Starred) for a in value.args) or any(k.arg is None for k in value.keywords):
+        return None
+    bound = dict(zip(params, value.args)) | {k.arg: k.value for k in value.keywords}
+    return bound.get(param)
+
+
+def _touched(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[str]]:
+    """(names stored into, through, deleted from or passed to a call; names a method is called on,
+    other than a reading one) in the scope."""
+
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
+        stored, called = set(), set()
+        for node in scope_nodes(scope):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
+                base = node.value
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    stored.add(base.id)
+            elif isinstance(node, ast.Call):
+                stored |= {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+                stored |= {a.value.id for a in node.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)}
+                func = node.func
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr not in READING_METHODS:
+                    called.add(func.value.id)
+        return frozenset(stored), frozenset(called)
+
+    return ctx.memo(("touched_holders", id(scope.node)), compute)
