@@ -292,14 +292,17 @@ class GraphFacts:
         call, index = expr.value, expr.slice
         if not (isinstance(call, ast.Call) and isinstance(index, ast.Constant) and isinstance(index.value, int)):
             return None
-        scope = self._local_function(call.func) or self._forward(call.func)
+        scope = self._local_function(call.func)
+        forward = self._forward(call.func) if scope is None else None
+        scope = scope or forward
         if scope is None:
             return None
         values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
         if not values or not all(isinstance(v, ast.Tuple) and len(v.elts) > index.value for v in values):
             return None
         callee = facts(scope.ctx or self.ctx, scope)
-        return _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+        kind = _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+        return None if forward is not None and kind == Kind.UNKNOWN else kind  # unseen: a module output
 
     def _forward(self, func: ast.expr) -> Optional[Scope]:
         from fixer.analysis.carried_shape import forward_scope

@@ -79,14 +79,16 @@ def _root(node: ast.AST) -> Optional[str]:
 
 
 def filters(loop: ast.AST) -> list[ast.If]:
-    """The filter ``if`` statements, outermost first, that ``pass_body`` steps into."""
-    found, body = [], loop.body
-    while True:
-        guard = next((s for s in body if _filters(loop, s) and _inert([o for o in body if o is not s], s)), None)
-        if guard is None:
-            return found
-        found.append(guard)
-        body = guard.body
+    """The filter ``if`` statements, outermost first, that ``pass_body`` steps into (computed once
+    per loop and kept on the node, which lives as long as its tree)."""
+    found = getattr(loop, "_graphfix_filters", None)
+    if found is None:
+        found, body = [], loop.body
+        while guard := next((s for s in body if _filters(loop, s) and _inert([o for o in body if o is not s], s)), None):
+            found.append(guard)
+            body = guard.body
+        loop._graphfix_filters = found
+    return found
 
 
 def pass_body(loop: ast.AST) -> list[ast.stmt]:
