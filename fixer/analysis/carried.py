@@ -478,7 +478,7 @@ def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.
     forward = forward_scope(ctx, call.func)
     if forward is None:
         return True
-    callee = facts(ctx, forward)
+    callee = facts(forward.ctx or ctx, forward)
     if index is None:
         returns = [(n, n.value) for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
     else:

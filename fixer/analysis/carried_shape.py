@@ -194,5 +194,6 @@ def _returned_shape(ctx: FileContext, scope: Scope, index: int, depth: int) -> s
     elements = returned_elements(scope, index)
     if not elements:
         return "unknown"
-    shapes = {_shape(ctx, facts(ctx, scope), element, depth) for _, element in elements}
+    own = scope.ctx or ctx  # a forward of another project file is read in its own file
+    shapes = {_shape(own, facts(own, scope), element, depth) for _, element in elements}
     return shapes.pop() if len(shapes) == 1 else "unknown"
