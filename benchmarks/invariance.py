@@ -67,15 +67,16 @@ def main() -> int:
     parser.add_argument("--write-baseline", action="store_true", help=f"store the totals and the CI sample's results in {BASELINE.name}")
     parser.add_argument("--verbose", action="store_true", help="print each generator failure and false positive")
     parser.add_argument("--transform", nargs="*", default=(), help="only transformations whose name contains one of these strings")
-    parser.add_argument("--failures", action="store_true", help="list the bug variants whose finding or fix was lost")
+    parser.add_argument("--failures", action="store_true", help="print the id of each bug variant that lost its finding or its fix")
+    parser.add_argument("--keep", type=Path, help="write the variants into this new folder and keep them")
     args = parser.parse_args()
     started = time.perf_counter()
     cases = [case for case in discover()[:: args.every] if not args.only or any(part in case.id for part in args.only)]
     skipped: dict = {}
     with tempfile.TemporaryDirectory(prefix="graphfix-invariance-") as tmp, Runner() as runner:
+        tmp = args.keep or tmp
         jobs = generate(cases, Path(tmp), skipped)
-        if args.transform:
-            jobs = [job for job in jobs if any(part in job.transform for part in args.transform)]
+        jobs = [job for job in jobs if not args.transform or any(part in job.transform for part in args.transform)]
         runner.submit(programs(jobs))  # the workers execute while graphfix analyses
         for job in jobs:
             analyse(job)
@@ -86,7 +87,7 @@ def main() -> int:
         if verdict.flagged or (args.verbose and verdict.status == "generator failure"):
             print(("false positive " if verdict.flagged else "generator failure ") + where)
         elif args.failures and verdict.status == "bug" and not verdict.fixed:
-            print(("fix lost " if verdict.kept else "finding lost ") + where)
+            print(("fix wrong " if verdict.kept else "finding lost ") + variant_id(job) + f" ({job.folder})")
     counts = tally(verdicts)
     print(f"{len(cases)} cases, {len(jobs)} variants generated, {sum(skipped.values())} not applicable, "
           f"{time.perf_counter() - started:.0f} s\n")

@@ -72,7 +72,7 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, carried_values, is_container, is_empty_container, is_tensor_buffer, managed_elsewhere, object_class
+from fixer.analysis.carried import CarriedValue, Iteration, carried_values, is_container, is_empty_container, is_tensor_buffer, managed_elsewhere, object_class
 from fixer.analysis.carried_flow import Feeding, contains, inside, position
 from fixer.analysis.carried_shape import class_init_values, initial_value
 from fixer.analysis.graph import Kind, facts, scope_of
@@ -165,7 +165,7 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
     would pair this pass's entries with earlier passes'."""
     it = value.iteration
     graph = facts(ctx, scope)
-    feeding = Feeding(ctx, it.node.body, it.backward.target, ctx.statement_of(it.backward.node))
+    feeding = Feeding(ctx, it.body, it.backward.target, ctx.statement_of(it.backward.node))
     buffers = [value.name]
     if value.stored_elsewhere:
         # filled anywhere (``agent.rewards.append(r)`` in the training loop): every empty
@@ -209,7 +209,7 @@ def _appends_to_attribute(node: ast.AST) -> bool:
 
 
 def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
-    body = value.iteration.node.body
+    body = value.iteration.body
     if value.stored_elsewhere:
         return _clear_after_backward(ctx, value, buffers)
     first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
@@ -223,7 +223,7 @@ def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> l
 def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
     """Buffers filled by other methods are emptied once this call's backward has used them, if
     nothing reads them after it."""
-    stmt = _body_statement(ctx, value.iteration.node, value.iteration.backward.node)
+    stmt = _body_statement(ctx, value.iteration, value.iteration.backward.node)
     if stmt is None or not ctx.is_own_line(stmt):
         return []
     for node in walk(value.iteration.node):
@@ -248,7 +248,7 @@ def _cut_line(value: CarriedValue) -> Optional[str]:
 def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
     """Insert the cut before the statement of the iteration body that first reads the value."""
     line = _cut_line(value)
-    stmt = _body_statement(ctx, value.iteration.node, value.read)
+    stmt = _body_statement(ctx, value.iteration, value.read)
     if stmt is None or not ctx.is_own_line(stmt) or not value.defined_before:
         return []
     torch = _torch_alias(ctx)
@@ -305,7 +305,7 @@ def _is_not_none_test(stmt: ast.stmt, name: str) -> bool:
     )
 
 
-def _body_statement(ctx: FileContext, iteration: ast.AST, node: ast.AST) -> Optional[ast.stmt]:
+def _body_statement(ctx: FileContext, iteration: Iteration, node: ast.AST) -> Optional[ast.stmt]:
     for parent in [node, *ctx.ancestors(node)]:
         if any(parent is s for s in iteration.body):
             return parent

@@ -58,6 +58,7 @@ from typing import Iterator, Optional
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
 from fixer.analysis.call_events import call_events, resolved_callee
+from fixer.analysis.passes import pass_body
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
 from fixer.analysis.protocol import (
     Event,
@@ -133,7 +134,7 @@ class MissingZeroGrad(Rule):
         return self.diagnostic(ctx, call.node, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of the closure")
 
     def _check_loop(self, ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[Diagnostic]:
-        events = block_events(ctx, scope, loop.body, through_calls=True)
+        events = block_events(ctx, scope, pass_body(loop), through_calls=True)
         backwards = [e for e in events if e.kind == "backward"]
         if not backwards or any(e.spelling == "owner" for e in backwards):
             return  # accelerator / fabric / lightning / deepspeed manage gradients themselves
@@ -164,7 +165,7 @@ class MissingZeroGrad(Rule):
             first, call = inside
             where = f"`{ctx.text(step.via)}`"
         else:
-            first, where = loop.body[0], "the loop"
+            first, where = pass_body(loop)[0], "the loop"
         edits: list[Edit] = []
         if first.lineno > loop.lineno or inside is not None:
             at = attached_start(ctx, first)

@@ -44,6 +44,7 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
+from fixer.analysis.passes import loop_of_pass
 from fixer.analysis.protocol import (
     Event,
     block_events,
@@ -151,7 +152,7 @@ def _last_backward(events: list[Event], step: Event) -> Optional[Event]:
 def _primed(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> bool:
     """A backward before the loop (``loss.backward()`` then ``for ...: step(); ...; backward()``)
     makes the step-first order deliberate: each step applies the gradient computed just before."""
-    loop = ctx.parent(block[0])
+    loop = loop_of_pass(ctx, block)
     return any(
         call.node.lineno < loop.lineno and not any(parent is loop for parent in ctx.ancestors(call.node))
         for call in backward_calls(ctx, scope)

@@ -76,6 +76,7 @@ from fixer.analysis.graph_reuse import (
     repeats_per_iteration,
 )
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
 from fixer.analysis.init_graphs import given_graphs, init_graphs
 from fixer.analysis.shared_graph import keyword_edit, saves_tensors
@@ -383,6 +384,8 @@ def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[E
     stmt, loop = finding.stmt, finding.loop
     uses = [n for n in _body_nodes(ctx, loop) if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load)]
     target = next((s for s in loop.body if any(u is s or inside(ctx, u, s) for u in uses)), None)
+    while is_pass_filter(ctx, target) and not any(inside(ctx, u, target.test) for u in uses):
+        target = next((s for s in target.body if any(u is s or inside(ctx, u, s) for u in uses)), None)  # into the selected passes
     if target is None or target.lineno == loop.lineno or not ctx.is_own_line(target) or not ctx.is_own_line(stmt):
         return []
     old, new = ctx.indent_of(stmt.lineno), ctx.indent_of(target.lineno)

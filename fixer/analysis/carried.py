@@ -28,6 +28,7 @@ from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitio
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
 from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
@@ -43,6 +44,11 @@ class Iteration:
     node: ast.AST  # the loop, or the method when one call is one training step
     backward: BackwardCall  # an unconditional backward call of every pass
     per_call: bool
+
+    @property
+    def body(self) -> list[ast.stmt]:
+        """The statements of one pass (a loop's filter ``if`` selects the passes: ``passes.py``)."""
+        return self.node.body if self.per_call else pass_body(self.node)
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,9 @@ def _backprops_every_pass(ctx: FileContext, stmt: ast.stmt, loop: ast.AST, calls
     for parent in ctx.ancestors(stmt):
         if parent is loop:
             return any(child is s for s in loop.body)
-        if isinstance(parent, ast.If):
+        if is_pass_filter(ctx, parent, child):
+            pass  # every pass the loop's filter selects
+        elif isinstance(parent, ast.If):
             other = parent.orelse if any(child is s for s in parent.body) else parent.body
             if not any(contains(s, c.node) for s in other for c in calls):
                 return False
@@ -118,7 +126,7 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
     for it in its:
         body_nodes = [n for n in nodes if inside(ctx, n, it.node) and not _in_header(ctx, n, it.node)]
         backward_stmt = ctx.statement_of(it.backward.node)
-        feeding = Feeding(ctx, it.node.body, it.backward.target, backward_stmt)
+        feeding = Feeding(ctx, it.body, it.backward.target, backward_stmt)
         for name, defs in sorted(_stored_names(ctx, graph, it).items()):
             found = _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs)
             if found:
@@ -471,7 +479,7 @@ def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.
     forward = forward_scope(ctx, call.func)
     if forward is None:
         return True
-    callee = facts(ctx, forward)
+    callee = facts(forward.ctx or ctx, forward)
     if index is None:
         returns = [(n, n.value) for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
     else:

@@ -8,6 +8,7 @@ import ast
 from typing import Callable, Iterable, Optional
 
 from fixer.analysis.names import dotted
+from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import walk_local
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -64,13 +65,13 @@ def end_position(node: ast.AST) -> tuple[int, int]:
 
 
 def always_runs(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
-    """True if ``node`` runs whenever ``container``'s body does: only ``with`` blocks and ``try``
-    bodies lie between them (no ``if``, inner loop or exception handler)."""
+    """True if ``node`` runs whenever ``container``'s body does: only ``with`` blocks, ``try``
+    bodies and the loop's pass filter lie between them (no other ``if``, inner loop or handler)."""
     child = ctx.statement_of(node)
     for parent in ctx.ancestors(child):
         if parent is container:
             return child in getattr(container, "body", [])
-        if isinstance(parent, (ast.With, ast.AsyncWith)):
+        if isinstance(parent, (ast.With, ast.AsyncWith)) or is_pass_filter(ctx, parent, child):
             pass
         elif isinstance(parent, ast.Try) and (child in parent.body or child in parent.finalbody):
             pass

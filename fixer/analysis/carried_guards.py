@@ -5,7 +5,7 @@
 - ``invariant_definitions``: a name unbound before the loop, defined before the read only under
   ``if`` tests that read nothing the loop rebinds (``if mode == "a": out = ... elif ...``): every
   pass takes the same arm, so no pass can see an earlier pass's value (if no arm matched, the first
-  pass would raise ``NameError``).
+  pass would raise ``NameError``). The loop's pass filter (``passes.py``) guards the read too.
 - ``inplace_alias_cut``: ``for s in state: s.detach_()`` before the read detaches every element of
   ``state`` in place. A dropped ``s.detach()`` is a no-op and is no cut.
 """
@@ -18,6 +18,7 @@ from typing import Optional
 from fixer.analysis.carried_flow import inside, position, statement_effect
 from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.shared_graph import NON_SAVING
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
@@ -79,7 +80,7 @@ def invariant_definitions(ctx: FileContext, graph: GraphFacts, loop: ast.AST, de
                 break
             if isinstance(parent, UNSURE_GUARDS) and not isinstance(parent, ast.If):
                 return False  # a loop or a handler decides: not a fixed choice
-            if isinstance(parent, ast.If) and _reads_any(parent.test, rebound):
+            if isinstance(parent, ast.If) and _reads_any(parent.test, rebound) and not is_pass_filter(ctx, parent):
                 return False
     return True
 

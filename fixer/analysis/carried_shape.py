@@ -170,8 +170,9 @@ def _given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]
 
 def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     """The ``forward`` method run by calling ``func`` when it holds an instance of a module class
-    defined in this file (``model = Tagger()`` ... ``model(x)``)."""
+    defined in this file or imported from another project file (``model = Tagger()`` ... ``model(x)``)."""
     from fixer.analysis.bindings import module_classes
+    from fixer.analysis.project import imported_class
     from fixer.analysis.scopes import statement_index
 
     name = dotted(func)
@@ -187,8 +188,14 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
             value = value.func.value
         if isinstance(value, ast.Call) and any(dotted(t) == name for t in node.targets):
             cls = dotted(value.func)
+            local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None)
+            if cls in classes and local is not None:
+                return local
+            found = imported_class(ctx, qualified(ctx, value.func) or "")
+            if found is not None and found[1].bases:  # a subclass (of nn.Module, if called as one)
+                return next((s for s in scopes(found[0]) if s.class_node is found[1] and s.node.name == "forward"), None)
             if cls in classes:
-                return next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None)
+                return None
     return None
 
 
@@ -206,5 +213,6 @@ def _returned_shape(ctx: FileContext, scope: Scope, index: int, depth: int) -> s
     elements = returned_elements(scope, index)
     if not elements:
         return "unknown"
-    shapes = {_shape(ctx, facts(ctx, scope), element, depth) for _, element in elements}
+    own = scope.ctx or ctx  # a forward of another project file is read in its own file
+    shapes = {_shape(own, facts(own, scope), element, depth) for _, element in elements}
     return shapes.pop() if len(shapes) == 1 else "unknown"

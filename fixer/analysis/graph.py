@@ -295,18 +295,27 @@ class GraphFacts:
         return self.ctx.memo(("called_function", id(func)), lambda: called_function(self.ctx, self.scope, func))
 
     def _returned_element(self, expr: ast.Subscript, seen: set) -> Optional[Kind]:
-        """``helper(...)[i]`` (or ``a, b = helper(...)``) where the local helper returns tuples."""
+        """``helper(...)[i]`` (or ``a, b = helper(...)``) where the local helper, or the forward of the
+        module called, returns tuples."""
         call, index = expr.value, expr.slice
         if not (isinstance(call, ast.Call) and isinstance(index, ast.Constant) and isinstance(index.value, int)):
             return None
         scope = self._local_function(call.func)
+        forward = self._forward(call.func) if scope is None else None
+        scope = scope or forward
         if scope is None:
             return None
         values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
         if not values or not all(isinstance(v, ast.Tuple) and len(v.elts) > index.value for v in values):
             return None
         callee = facts(scope.ctx or self.ctx, scope)
-        return _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+        kind = _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+        return None if forward is not None and kind == Kind.UNKNOWN else kind  # unseen: a module output
+
+    def _forward(self, func: ast.expr) -> Optional[Scope]:
+        from fixer.analysis.carried_shape import forward_scope
+
+        return forward_scope(self.ctx, func) if self.is_module(func) else None
 
     def _returns(self, scope: Scope, seen: set) -> Kind:
         """What a local function returns: the strongest kind among its ``return`` values."""

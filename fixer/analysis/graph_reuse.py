@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.names import dotted
+from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import LOOPS, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, retains_graph
 from fixer.context import FileContext
@@ -103,11 +104,13 @@ def repeats_per_iteration(ctx: FileContext, call: BackwardCall, loop: ast.AST) -
     for parent in ctx.ancestors(call.node):
         if parent is loop:
             break
+        if is_pass_filter(ctx, parent):
+            continue  # the backward runs on every pass the filter selects
         if isinstance(parent, (ast.If, ast.IfExp, ast.ExceptHandler, getattr(ast, "Match", ast.If))):
             return False
         if isinstance(parent, ast.Try) and any(inside(ctx, call.node, s) or s is call.node for s in parent.orelse):
             return False
-    if _ends_first_iteration(loop.body):
+    if _ends_first_iteration(pass_body(loop)):
         return False
     if isinstance(loop, (ast.For, ast.AsyncFor)) and _single_iteration(loop.iter):
         return False

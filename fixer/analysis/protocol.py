@@ -13,6 +13,7 @@ from fixer.analysis.call_events import call_events
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.passes import is_pass_filter, loop_of_pass
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -62,7 +63,7 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
     for i, (node, kind, owner, spelling, inner, via) in enumerate(found):
         conditional, holder, child = inner, None, None
         for parent in _chain(ctx, via or node):
-            conditional = conditional or _runs_conditionally(parent, child)
+            conditional = conditional or _runs_conditionally(parent, child) and not is_pass_filter(ctx, parent, child)
             if id(parent) in positions:
                 holder = parent
                 break
@@ -95,10 +96,6 @@ def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
     yield from ctx.ancestors(node)
 
 
-def _block_owner(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
-    return ctx.parent(block[0]) if block else None
-
-
 def optimizer_scopes(ctx: FileContext) -> list[Scope]:
     """Scopes whose text mentions ``zero_grad`` or ``.step``: the only ones the 2xx rules look into."""
     from fixer.analysis.calls import OPTIMIZER_TEXT
@@ -121,8 +118,8 @@ def blocks(scope: Scope) -> Iterator[list[ast.stmt]]:
 
 
 def is_loop_body(ctx: FileContext, block: list[ast.stmt]) -> bool:
-    owner = _block_owner(ctx, block)
-    return isinstance(owner, LOOPS) and owner.body is block
+    """``block`` is what each pass of a loop runs (its body, or its filter's body: ``passes.py``)."""
+    return loop_of_pass(ctx, block) is not None
 
 
 # --- which optimizer owns which parameters -------------------------------------------------

@@ -23,6 +23,7 @@ from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_fun
 from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -350,7 +351,8 @@ def backwarded_again_after_loop(ctx: FileContext, scope: Scope, first: BackwardC
         return False
     definition = at_first[0][0]
     parent = ctx.parent(first_stmt)
-    return ctx.parent(definition) is parent and _same_field(parent, definition, first_stmt) and isinstance(parent, LOOPS)
+    return ctx.parent(definition) is parent and _same_field(parent, definition, first_stmt) and (
+        isinstance(parent, LOOPS) or is_pass_filter(ctx, parent, first_stmt))  # each (selected) pass
 
 
 def keyword_edit(ctx: FileContext, call: ast.Call, name: str, value: str = "True") -> Edit:
