@@ -17,6 +17,7 @@ import ast
 from typing import Optional
 
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 
@@ -47,8 +48,8 @@ def _inert(others: list[ast.stmt], guard: ast.If) -> bool:
     """The loop body's other statements cannot change what the filter reads (``print(...)``, a
     counter of its own): the passes it skips do nothing the selected ones see. No jump, nothing
     the filter mentions bound, called, or passed to a call; calls take only constants and names."""
-    mentioned = {n.id for n in ast.walk(guard) if isinstance(n, ast.Name)}
-    for node in (n for stmt in others for n in ast.walk(stmt)):
+    mentioned = {n.id for n in walk(guard) if isinstance(n, ast.Name)}
+    for node in (n for stmt in others for n in walk(stmt)):
         if isinstance(node, (ast.Continue, ast.Break, ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)):
             return False
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -60,7 +61,7 @@ def _inert(others: list[ast.stmt], guard: ast.If) -> bool:
             arguments = node.args + [k.value for k in node.keywords]
             if _root(node.func) in mentioned or not all(_plain(a) for a in arguments):
                 return False
-            if any(_root(n) in mentioned for part in arguments for n in ast.walk(part)):
+            if any(_root(n) in mentioned for part in arguments for n in walk(part)):
                 return False
     return True
 
@@ -101,9 +102,9 @@ def pass_body(loop: ast.AST) -> list[ast.stmt]:
 def _filters(loop: ast.AST, stmt: ast.stmt) -> bool:
     if not isinstance(stmt, ast.If) or stmt.orelse:
         return False
-    bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    bound = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
     return not any(
         isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.Is)) for op in node.ops)
-        and any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node))
-        for node in ast.walk(stmt.test)
+        and any(isinstance(n, ast.Name) and n.id in bound for n in walk(node))
+        for node in walk(stmt.test)
     )
