@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -271,6 +272,13 @@ TRANSFORMS: dict[str, Callable[[ast.Module], Outcome]] = {
 }
 
 
+SUPPRESSION = re.compile(r"#\s*graphfix\s*:", re.IGNORECASE)
+
+
 def variants(source: str) -> dict[str, Outcome]:
-    """Every transformation of ``source``: a Variant or the reason it does not apply."""
+    """Every transformation of ``source``: a Variant or the reason it does not apply. Variants are
+    written by ``ast.unparse``, which drops comments: a program whose findings depend on its
+    ``# graphfix:`` comments cannot be carried over."""
+    if SUPPRESSION.search(source):
+        return dict.fromkeys(TRANSFORMS, "suppression comments")
     return {name: transform(ast.parse(source)) for name, transform in TRANSFORMS.items()}
