@@ -8,6 +8,7 @@ read, decoded, parsed or written (black's code). 2 wins over 123, which wins ove
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -19,12 +20,9 @@ from fixer import __version__
 from fixer.config import ConfigError, Settings, find_pyproject, load, parse_size
 from fixer.diff import display_path, unified_diff
 from fixer.discovery import discover
-from fixer.engine import FileResult, Options, process_source
 from fixer.output import FORMATS, render
-from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
-from fixer.rule import rule_url
+from fixer.results import FileResult, Options
 from fixer.runner import run
-from fixer.source import encode, decode, SourceError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
 
@@ -51,9 +49,11 @@ def _size_limit(flag: Optional[str], configured: str) -> int:
         raise typer.Exit(EXIT_ERROR)
 
 
-def _settings(config: Optional[Path]) -> Settings:
+def _settings(config: Optional[Path]) -> tuple[Settings, Path]:
+    """The settings, and the project root: the folder of the pyproject.toml read, else the current one."""
+    path = config if config else find_pyproject(Path.cwd())
     try:
-        return load(config if config else find_pyproject(Path.cwd()))
+        return load(path), (path.parent if path else Path.cwd())
     except ConfigError as exc:
         _err(f"graphfix: error: {exc}")
         raise typer.Exit(EXIT_ERROR)
@@ -77,6 +77,8 @@ def check(
     exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
     statistics: bool = typer.Option(False, "--statistics", help="Print a count per rule instead of each finding."),
     max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Skip (and name) larger files, e.g. 8MB, 500KB (default 8MB)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="The result cache's folder (default: .graphfix_cache at the project root; env GRAPHFIX_CACHE_DIR)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr (and, for --fix -, no remaining findings)."),
     silent: bool = typer.Option(False, "--silent", "-s", help="Nothing on stderr at all; the exit code tells. For editor filters."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
@@ -84,7 +86,7 @@ def check(
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
     global _silent
     _silent = silent
-    settings = _settings(config)
+    settings, root = _settings(config)
     if diff and fix:
         _err("graphfix: error: --diff and --fix cannot be combined")
         raise typer.Exit(EXIT_ERROR)
@@ -94,20 +96,25 @@ def check(
         raise typer.Exit(EXIT_ERROR)
     selectors = _split(select) or settings.select
     ignores = _split(ignore) or settings.ignore
-    bad = unknown_selectors(selectors + ignores)
-    if bad:
-        _err(f"graphfix: error: unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
-        raise typer.Exit(EXIT_ERROR)
     unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     size_limit = _size_limit(max_file_size, settings.max_file_size)
     workers = jobs if jobs is not None else settings.jobs
     if workers < 0:
         _err(f"graphfix: error: --jobs must be 0 (all cores) or more, not {workers}")
         raise typer.Exit(EXIT_ERROR)
-    options = Options(
-        rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose,
-        max_file_size=size_limit,
-    )
+    use_cache = not no_cache and not os.environ.get("GRAPHFIX_NO_CACHE") and paths != ["-"] and stdin_filename is None
+    cache = _open_cache(cache_dir, settings.cache_dir, root, selectors, ignores, size_limit, diff or fix, unsafe) if use_cache else None
+    if cache is None or not cache.known:  # settings a cache was written for were valid
+        _check_selectors(selectors + ignores)
+
+    def resolve() -> Options:  # the rules are imported only if some file must be analysed
+        from fixer.registry import select_rules
+
+        return Options(
+            rules=tuple(select_rules(selectors, ignores)), fix=diff or fix, unsafe=unsafe, write=fix, verbose=verbose,
+            max_file_size=size_limit,
+        )
+
     quiet = quiet or silent
     if stdin_filename is not None and paths and paths != ["-"]:
         _err("graphfix: error: --stdin-filename reads the source from stdin; give no other path (or '-')")
@@ -117,7 +124,7 @@ def check(
         if len(paths) > 1:
             _err("graphfix: error: '-' (stdin) cannot be combined with other paths")
             raise typer.Exit(EXIT_ERROR)
-        code = _run_stdin(stdin_filename or "-", options, diff, fix, fmt, quiet)
+        code = _run_stdin(stdin_filename or "-", resolve(), diff, fix, fmt, quiet)
     else:
         found = discover(
             paths, settings.exclude + _split(exclude), settings.respect_gitignore and not no_gitignore,
@@ -128,19 +135,44 @@ def check(
                 _err(f"{display_path(problem.path)}: warning: {problem.message}")
         # a path that could not be used is reported (and counted) as a file that could not be read
         unusable = [FileResult(p.path, errors=[p.message]) for p in found.problems if p.is_error]
-        results = unusable + run(found.files, options, workers)
+        results = unusable + run(found.files, resolve, workers, cache)
+        if cache is not None and cache.failed and not quiet:
+            _err(f"graphfix: warning: the result cache could not be written ({cache.failed}): {display_path(cache.folder)}")
         if statistics and not diff:
             code = _statistics(results, fix)
         else:
-            code = _report(results, options, diff, fix, fmt, quiet)
+            code = _report(results, unsafe, diff, fix, fmt, quiet)
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and any(r.changed for r in results):
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
 
 
+def _check_selectors(selectors: list[str]) -> None:
+    from fixer.registry import unknown_selectors
+
+    bad = unknown_selectors(selectors)
+    if bad:
+        _err(f"graphfix: error: unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
+        raise typer.Exit(EXIT_ERROR)
+
+
+def _open_cache(flag, configured, root, selectors, ignores, size_limit, fixing, unsafe):
+    """The run's result cache, or None if it cannot be used (the run goes on without it)."""
+    from fixer.cache import Cache, cache_folder, settings_key
+
+    try:
+        return Cache(cache_folder(flag, configured, str(root)), settings_key(selectors, ignores, size_limit), fixing, unsafe)
+    except Exception as exc:  # the cache must never fail a run
+        _err(f"graphfix: warning: result cache not used: {type(exc).__name__}: {exc}")
+        return None
+
+
 def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
     """The editor's contract for ``--fix -``: stdout carries the whole buffer, fixed or (on any
     error) exactly as it came, and nothing else; nothing is written to disk."""
+    from fixer.engine import process_source
+    from fixer.source import SourceError, decode, encode
+
     data = sys.stdin.buffer.read()
     try:
         source = decode(data)
@@ -151,7 +183,7 @@ def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, qui
     except Exception as exc:  # never lose the buffer to a bug of ours
         result = FileResult(name, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     if not fix:
-        return _report([result], options, diff, fix, fmt, quiet)
+        return _report([result], options.unsafe, diff, fix, fmt, quiet)
     sys.stdout.buffer.write(encode(source, result.fixed) if result.changed else data)
     sys.stdout.flush()
     if not quiet:
@@ -170,7 +202,7 @@ def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: 
     return len(items)
 
 
-def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
+def _report(results: list[FileResult], unsafe: bool, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
     errors = [(r.path, e) for r in results for e in r.errors]
     changed = [r for r in results if (r.written if fix else r.changed)]  # --fix counts only files written
     if diff:
@@ -184,11 +216,11 @@ def _report(results: list[FileResult], options: Options, diff: bool, fix: bool, 
         # on `graphfix --diff` must not pass over them
         found = len(changed) + sum(len(r.remaining) for r in results)
     else:
-        found = _print_diagnostics(results, "remaining" if fix else "diagnostics", options.unsafe, fmt, sys.stdout)
+        found = _print_diagnostics(results, "remaining" if fix else "diagnostics", unsafe, fmt, sys.stdout)
     sys.stdout.flush()
     _print_problems(results, quiet)
     if not quiet:
-        _err(_summary(results, changed, options, diff, fix, len(errors)))
+        _err(_summary(results, changed, unsafe, diff, fix, len(errors)))
     return _exit_code(results, found)
 
 
@@ -223,7 +255,7 @@ def _statistics(results: list[FileResult], fix: bool) -> int:
     return _exit_code(results, len(counts))
 
 
-def _summary(results: list[FileResult], changed: list[FileResult], options: Options, diff: bool, fix: bool, errors: int) -> str:
+def _summary(results: list[FileResult], changed: list[FileResult], unsafe_fixes: bool, diff: bool, fix: bool, errors: int) -> str:
     checked = sum(r.parsed for r in results)
     found = [d for r in results for d in r.diagnostics]
     tail = f"; {errors} error(s)" if errors else ""
@@ -233,7 +265,7 @@ def _summary(results: list[FileResult], changed: list[FileResult], options: Opti
         return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining; {len(results)} file(s) scanned, {checked} analysed{tail}"
     safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
-    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not options.unsafe else "") + ")" if safe or unsafe else ""
+    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not unsafe_fixes else "") + ")" if safe or unsafe else ""
     return f"graphfix: {len(found)} finding(s){hint}; {len(results)} file(s) scanned, {checked} analysed{tail}"
 
 
@@ -242,6 +274,9 @@ def rules_command(
     output_format: str = typer.Option("text", "--output-format", help="text, json, or markdown (the rules page)."),
 ) -> None:
     """List every rule: code, name, fix safety, summary."""
+    from fixer.registry import all_rules
+    from fixer.rule import rule_url
+
     if output_format == "markdown":
         typer.echo(rules_page(), nl=False)
     elif output_format == "json":
@@ -258,6 +293,8 @@ def rules_command(
 
 def rules_page() -> str:
     """docs/rules.md, generated from the rules' docstrings."""
+    from fixer.registry import all_rules
+
     parts = ["# graphfix rules\n\nGenerated by `graphfix rules --output-format markdown` from each rule's docstring.\n\n"]
     parts.append("| Code | Name | Fix | Summary |\n| --- | --- | --- | --- |\n")
     parts.extend(f"| [{r.code}](#{r.code.lower()}) | `{r.name}` | {r.fix_safety} | {r.summary} |\n" for r in all_rules())
@@ -271,12 +308,37 @@ def rules_page() -> str:
 @app.command("explain")
 def explain(code: str = typer.Argument(..., help="Rule code (GF101) or name.")) -> None:
     """Print a rule's documentation."""
+    from fixer.registry import by_code, explanation
+
     try:
         rule = by_code(code)
     except KeyError:
         _err(f"graphfix: error: unknown rule {code!r} (see `graphfix rules`)")
         raise typer.Exit(EXIT_ERROR)
     typer.echo(explanation(rule))
+
+
+@app.command("clean")
+def clean_command(
+    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml whose folder is the project root."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="The cache folder to remove (default: as check finds it)."),
+) -> None:
+    """Remove the result cache (.graphfix_cache at the project root)."""
+    from fixer.cache import cache_folder, clean
+
+    settings, root = _settings(config)
+    folder = cache_folder(cache_dir, settings.cache_dir, str(root))
+    if not os.path.exists(folder):
+        return
+    try:
+        removed = clean(folder)
+    except OSError as exc:
+        _err(f"graphfix: error: cannot remove {folder}: {exc.strerror or exc}")
+        raise typer.Exit(EXIT_ERROR)
+    if not removed:
+        _err(f"graphfix: error: {folder} is not a graphfix cache (no CACHEDIR.TAG of graphfix's); not removed")
+        raise typer.Exit(EXIT_ERROR)
+    _err(f"graphfix: removed {folder}")
 
 
 @app.command("server")

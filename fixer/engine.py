@@ -8,47 +8,19 @@ from __future__ import annotations
 import ast
 import traceback
 import warnings
-from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from fixer import depends
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
+from fixer.results import FileResult, Options  # noqa: F401  (re-exported: the engine's types)
 from fixer.rule import Diagnostic, Rule
-from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
+from fixer.source import Source, SourceError, WriteError, decode, encode, write_atomic
 from fixer.suppress import find_suppressions, suppressions_of
 
 MAX_PASSES = 6
-
-
-@dataclass(frozen=True)
-class Options:
-    rules: tuple[type[Rule], ...]
-    fix: bool = False  # compute fixed text (for --diff and --fix)
-    unsafe: bool = False
-    write: bool = False  # write fixed text back (--fix on files)
-    verbose: bool = False
-    max_file_size: int = 8 * 1024 * 1024  # bytes; ast needs ~100-200x a file's size in memory
-
-
-@dataclass
-class FileResult:
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # as found in the original text
-    remaining: list[Diagnostic] = field(default_factory=list)  # after fixing (== diagnostics if not fixing)
-    original: Optional[str] = None  # set when fixed differs
-    fixed: Optional[str] = None
-    errors: list[str] = field(default_factory=list)
-    internal: bool = False  # one of the errors is a bug of ours (a rule crash, a refused fix): exit 2, not 123
-    warnings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, column, message): bad suppressions
-    parsed: bool = False
-    written: bool = False  # --fix: this run replaced the file on disk
-    cells: list[tuple[int, str, str]] = field(default_factory=list)  # notebooks: (cell, before, after) changed
-
-    @property
-    def changed(self) -> bool:
-        return self.fixed is not None and self.fixed != self.original
 
 
 class RuleCrash(Exception):
@@ -233,7 +205,7 @@ def _process_notebook(path: str, data: bytes, options: Options, source: Optional
 
 def process_file(path: str, options: Options) -> FileResult:
     try:
-        data = read_bytes(path)
+        data = depends.read(path)  # the cache's record: the result depends on these bytes
         if not is_notebook(path):  # a notebook's pre-filter and size limit apply to its code
             rules = active_rules(data, options.rules)
             if not rules or refusal(data, rules, options):

@@ -70,7 +70,7 @@ def test_an_internal_error_on_stdin_exits_2_and_echoes_the_buffer(files, capsys,
     def boom(*args, **kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(cli, "process_source", boom)
+    monkeypatch.setattr(engine, "process_source", boom)  # the CLI imports it when it runs
 
     class Stdin:
         buffer = io.BytesIO(BUGGY.encode())

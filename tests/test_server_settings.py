@@ -29,9 +29,9 @@ def test_the_editor_wins_over_pyproject_and_what_it_leaves_unset_comes_from_ther
     (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nselect = ["GF3"]\nunsafe-fixes = true\n')
     path = tmp_path / "pkg" / "train.py"
     options, problems = options_for(path, EditorSettings())
-    assert {r.code for r in options.rules} == {"GF301", "GF302"} and options.unsafe and not problems
+    assert {r.code for r in options.rules} == {"GF301", "GF302", "GF303"} and options.unsafe and not problems
     options, problems = options_for(path, EditorSettings(select=("GF301", "GF999"), unsafe_fixes=False))
     assert [r.code for r in options.rules] == ["GF301"] and not options.unsafe
     assert problems == ["unknown rule selector(s): GF999 (see `graphfix rules`); left out"]
     options, _ = options_for(None, EditorSettings())  # a buffer not on disk: the defaults
-    assert options.rules == all_rules() and not options.unsafe
+    assert options.rules == tuple(r for r in all_rules() if r.default) and not options.unsafe  # GF001 is opt-in

@@ -2,7 +2,8 @@
 compute_loss`` (or ``from .losses import ...``, ``import losses``) resolves to ``losses.py`` beside
 the file or in its package, which is parsed once per process; a package's ``__init__.py`` that
 imports the name from a module of its own is followed. Anything that cannot be found or parsed is
-unknown."""
+unknown. Every file looked for or read is reported to ``fixer.depends`` (the result cache's
+record of what a file's result depends on)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import os
 import warnings
 from typing import Optional
 
+from fixer import depends
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scopes, statement_index
 from fixer.context import FileContext
-from fixer.source import SourceError, decode, read_bytes
+from fixer.source import SourceError, decode
 
 MAX_BYTES = 1_000_000
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
@@ -137,16 +139,16 @@ def _module_file(importer: str, module: Optional[str], level: int) -> Optional[s
         bases = [folder]
     else:
         bases = [folder]  # the importer's folder, then each package level above it
-        while os.path.isfile(os.path.join(folder, "__init__.py")):
+        while depends.exists(os.path.join(folder, "__init__.py")):
             folder = os.path.dirname(folder)
             bases.append(folder)
     for base in bases:
         stem = os.path.join(base, *parts)
         package = os.path.join(stem, "__init__.py")
         if not parts:  # ``from . import x``: the package itself
-            return package if level and os.path.isfile(package) else None
+            return package if level and depends.exists(package) else None
         for candidate in (stem + ".py", package):
-            if os.path.isfile(candidate):
+            if depends.exists(candidate):
                 return candidate
     return None
 
@@ -156,10 +158,11 @@ def _load(path: str) -> Optional[FileContext]:
         _loaded[path] = None
         try:
             if os.path.getsize(path) <= MAX_BYTES:
-                source = decode(read_bytes(path))
+                source = decode(depends.read(path))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     _loaded[path] = FileContext(path, source.text, ast.parse(source.text, filename=path), source.newline)
         except (OSError, SourceError, SyntaxError, ValueError, RecursionError):
             pass
+    depends.note(path)  # also on later calls: this analysis used the content loaded first
     return _loaded[path]
