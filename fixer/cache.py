@@ -25,7 +25,7 @@ from typing import Any, Optional
 from fixer import __version__, depends
 
 FOLDER = ".graphfix_cache"
-FORMAT = 1
+FORMAT = 2
 TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by graphfix.\n"
@@ -102,6 +102,8 @@ class Cache:
         return None if self.fixing and cache_codec.would_fix(result, self.unsafe) else result
 
     def _valid(self, path: str, entry: list) -> bool:
+        if entry[0].get(path) is None:  # an entry always records its own file's content
+            return False
         refreshed = {}
         for dep, recorded in entry[0].items():
             key = (dep, _hashable(recorded))

@@ -1,7 +1,8 @@
 """A file's result as plain JSON values for the result cache, and back.
 
-Only results that are a pure function of the files read are stored: no error (an unreadable file
-may be readable next time; a crash may depend on memory or stack), and no fix computed or written
+Only results that are a pure function of the files read are stored: no error but one the same
+bytes always give (an unreadable file may be readable next time; a crash may depend on memory or
+stack), and no fix computed or written
 (the entry describes the file's content as it was analysed). Such a result is the same in check,
 ``--diff`` and ``--fix`` runs while none of its fixes is applied."""
 
@@ -13,8 +14,15 @@ from fixer.results import FileResult
 from fixer.rule import Applicability, Diagnostic, Edit, Fix
 
 
+# Errors that are a function of the file's bytes (and the settings in the key): the same bytes
+# give the same error. Any other error (cannot read, a crash, out of memory) is never stored.
+LASTING_ERRORS = ("cannot decode: ", "binary file ", "too large to analyse ", "cannot parse: ")
+PASSING_ERRORS = ("cannot parse: MemoryError", "cannot parse: RecursionError")
+
+
 def cacheable(result: FileResult) -> bool:
-    return not (result.errors or result.internal or result.fixed is not None or result.written or result.cells)
+    lasting = all(e.startswith(LASTING_ERRORS) and not e.startswith(PASSING_ERRORS) for e in result.errors)
+    return lasting and not (result.internal or result.fixed is not None or result.written or result.cells)
 
 
 def would_fix(result: FileResult, unsafe: bool) -> bool:
@@ -24,15 +32,15 @@ def would_fix(result: FileResult, unsafe: bool) -> bool:
 
 
 def encode(result: FileResult) -> list:
-    return [int(result.parsed), [_diagnostic(d) for d in result.diagnostics], [list(w) for w in result.warnings]]
+    return [int(result.parsed), [_diagnostic(d) for d in result.diagnostics], [list(w) for w in result.warnings], result.errors]
 
 
 def decode(path: str, value: Any) -> FileResult:
     """Raises (ValueError, TypeError, KeyError, IndexError) on a value this code did not write."""
-    parsed, diagnostics, warnings = value
+    parsed, diagnostics, warnings, errors = value
     found = [_to_diagnostic(d) for d in diagnostics]
     return FileResult(
-        path, diagnostics=found, remaining=list(found), parsed=bool(parsed),
+        path, diagnostics=found, remaining=list(found), parsed=bool(parsed), errors=[str(e) for e in errors],
         warnings=[(int(line), int(col), str(message)) for line, col, message in warnings],
     )
 

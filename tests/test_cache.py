@@ -194,17 +194,32 @@ def test_cache_dir_flag_env_and_config(project, tmp_path_factory):
     assert not (project / ".graphfix_cache").exists()
 
 
-def test_errors_are_never_stored(project):
+def test_errors_the_same_bytes_always_give_are_stored_and_no_other(project):
+    from fixer import depends
+    from fixer.results import FileResult
+
     (project / "broken.py").write_text("x.backward(\n")
     (project / "binary.py").write_bytes(b"loss.backward()\0")
-    assert graphfix(".", cwd=project).returncode == 123
-    assert sorted(Path(p).name for p in index(project)) == ["clean.py", "train.py"]
+    cold = graphfix(".", cwd=project)
+    assert cold.returncode == 123 and b"broken.py: error: cannot parse" in cold.stderr
+    assert sorted(Path(p).name for p in index(project)) == ["binary.py", "broken.py", "clean.py", "train.py"]
+    warm = graphfix(".", cwd=project)
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    cache = cache_module.Cache(str(project / "c"), "k")
+    path = str(project / "train.py")
+    for passing in ("cannot read: Permission denied", "cannot parse: MemoryError: ", "internal error: KeyError: 1"):
+        cache.store(FileResult(path, errors=[passing]), {path: depends.fingerprint(path)})
+    cache.store(FileResult(path, errors=["rule GF101 crashed: x"], internal=True), {path: depends.fingerprint(path)})
+    assert cache.updates == {}
+    cache.store(FileResult(path, errors=["cannot parse: invalid syntax (line 1)"]), {path: depends.fingerprint(path)})
+    assert list(cache.updates) == [path]
 
 
 def test_a_corrupt_index_is_ignored_and_rebuilt(project):
     cold = graphfix(".", cwd=project)
     (target,) = project.glob(".graphfix_cache/*/*.json")
-    for garbage in (b"\x00garbage{", b'{"format": 1, "entries": {"x": 1}}', b'{"format": 1, "entries": ' + json.dumps({str(project / "train.py"): [{}, [1, [["GF", 1]], []]]}).encode() + b"}"):
+    header = b'{"format": %d, "entries": ' % cache_module.FORMAT
+    for garbage in (b"\x00garbage{", header + b'{"x": 1}}', header + json.dumps({str(project / "train.py"): [{}, [1, [["GF", 1]], []]]}).encode() + b"}"):
         target.write_bytes(garbage)
         out = graphfix(".", cwd=project)
         assert (out.returncode, out.stdout) == (cold.returncode, cold.stdout)
