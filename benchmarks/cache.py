@@ -117,6 +117,7 @@ def breakdown(tree: str, repeat: int) -> dict:
     parts.update({name: (statistics.median(times), None) for name, times in steps.items()})
     parts["layout"] = layouts(index_file(cache))
     shutil.rmtree(cache)
+    shutil.rmtree(empty)
     return parts
 
 
