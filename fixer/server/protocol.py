@@ -12,7 +12,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from fixer import __version__
+from fixer import __version__, depends
 from fixer.engine import Options
 from fixer.registry import by_code, documentation_url, explanation
 from fixer.rule import Applicability, Diagnostic
@@ -53,6 +53,8 @@ class GraphfixServer(LanguageServer):
     def checked(self, document: TextDocument, fresh: bool = False) -> Checked:
         """The findings of the buffer as it is now (cached until its text changes)."""
         cached = self.cache.get(document.uri)
+        if fresh:  # files on disk may have changed: what this process read of other modules is old
+            depends.forget()
         if fresh or cached is None or cached.text != document.source:
             cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
             crashes = [e for e in cached.errors if not e.startswith(("cannot parse", "cannot decode"))]
@@ -95,7 +97,9 @@ def did_change(ls: GraphfixServer, params: lsp.DidChangeTextDocumentParams) -> N
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri, fresh=True)  # pyproject.toml or imported files may have changed
+    # pyproject.toml or imported files may have changed: the saved file may be another one's helper
+    for uri in [params.text_document.uri] + [u for u in ls.workspace.text_documents if u != params.text_document.uri]:
+        ls.publish(uri, fresh=True)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
