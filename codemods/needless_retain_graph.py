@@ -61,6 +61,7 @@ class NeedlessRetainGraph(Rule):
     name = "needless-retain-graph"
     summary = "retain_graph=True on the last backward through a graph only keeps its saved tensors alive"
     fix_safety = "safe"
+    cleans_up = True  # a recompute by another rule's fix can leave an earlier retain_graph=True needless
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         if "retain_graph" not in ctx.source:

@@ -30,10 +30,12 @@ from fixer.output import FORMATS, render
 from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
 from fixer.rule import rule_url
 from fixer.hierarchy import ConfigTree, Flags
+from fixer.interactive import Terminal, review_results, usage_problem
 from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
+EXIT_INTERRUPTED = 130  # --interactive stopped by Ctrl-C (the shell's code for SIGINT)
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -76,6 +78,7 @@ def check(
     paths: List[str] = typer.Argument(None, help="Files or folders to check ('-' reads stdin). Default: current folder."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as unified diffs; write nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply fixes in place (to stdout for '-')."),
+    interactive: bool = typer.Option(False, "--interactive", help="With --fix: review each fix as a diff hunk and answer y/n/a/d/q/? (as git add -p); only accepted fixes are written. Needs a terminal."),
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Include fixes that change gradients or behaviour."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes, prefixes or names to enable (comma-separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes, prefixes or names to disable."),
@@ -106,6 +109,8 @@ def check(
     _silent = silent
     if diff and fix:
         _usage("--diff and --fix cannot be combined")
+    if interactive and (problem := usage_problem(fix, diff, "-" in (paths or []) or stdin_filename is not None, silent)):
+        _usage(problem)
     if branch is not None and (fix or not branches.valid_name(branch)):
         _usage("--branch leaves your files as they are: run --fix separately" if fix else f"--branch {branch!r} is not a valid branch name")
     if report_file is not None and not report_file.endswith(report.SUFFIXES):
@@ -116,7 +121,7 @@ def check(
         _usage(f"unknown rule selector(s): {', '.join(bad)} (see `graphfix rules`)")
     if max_file_size is not None:
         _size_limit(max_file_size)
-    base = Options(rules=(), fix=bool(diff or fix or patch_dir or branch), write=fix, verbose=verbose)
+    base = Options(rules=(), fix=bool(diff or fix or patch_dir or branch), write=fix and not interactive, verbose=verbose)
     flags = Flags(
         select=tuple(selectors) or None, ignore=tuple(ignores) or None, unsafe_fixes=unsafe_fixes,
         max_file_size=max_file_size, respect_gitignore=not no_gitignore, base=base,
@@ -143,7 +148,7 @@ def check(
     else:
         cache = None if no_cache or os.environ.get("GRAPHFIX_NO_CACHE") else _open_cache(cache_dir, tree)
         code, changed = _run_files(paths, tree, _split(exclude), workers, fmt, quiet, diff, fix, statistics, batch, repos_in or [],
-                                   repos_from or [], report_file, patch_dir, branch, no_progress, cache)
+                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive, cache)
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
@@ -177,7 +182,7 @@ def _cache_folder(flag: Optional[str], tree: ConfigTree) -> str:
     return cache_folder(flag, fallback.settings.cache_dir, root)
 
 
-def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, cache=None) -> tuple[int, bool]:
+def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, cache=None) -> tuple[int, bool]:
     """Check the files (of each repository, in a batch); (exit code, whether a file changed)."""
     started = time.perf_counter()
     try:
@@ -194,6 +199,10 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
         results = unusable + run(work.files, work.variants, workers, work.choice, progress.advance, cache)
     if cache is not None and cache.failed and not quiet:
         _err(f"graphfix: warning: the result cache could not be written ({cache.failed}): {display_path(cache.folder)}")
+    if interactive:  # the run computed the fixes without writing: the user picks which are written
+        options_of = dict(zip(work.files, (work.variants[c] for c in work.choice)))
+        if review_results(results, options_of.__getitem__, Terminal(sys.stdin, sys.stderr)).interrupted:
+            raise typer.Exit(EXIT_INTERRUPTED)
     unsafe = any(v.unsafe for v in work.variants)
     owners = {**work.problem_owners, **dict(zip(work.files, work.owners))}
     if statistics and not diff:

@@ -3,7 +3,7 @@
 A file's findings depend on its own bytes and on every other project file its analysis looked at
 (an imported helper module, a package's ``__init__.py``, a module looked for and not found, the
 ``.git`` that bounds the project). Code that reads or looks for a project file goes through
-``read``, ``note``, ``exists`` or ``git_root``; while ``collect()`` is active they report each such
+``read``, ``note``, ``exists`` (or ``probed``) or ``git_root``; while ``collect()`` is active they report each such
 file with the fingerprint of what the analysis saw. A per-process memo of anything computed from
 project files is a ``remembered`` function: it keeps the files recorded while computing an answer
 and records them again each time it gives that answer, so the second file to use a memo depends on
@@ -83,17 +83,27 @@ def note(path: str) -> None:
 
 
 def exists(path: str) -> bool:
-    """``os.path.isfile``, recorded: a module found (its content), or looked for and not found.
-    Absence is recorded as the listing of the nearest folder that exists (its mtime changes when
-    an entry is added), stat'ed before the probe: one record for every name missing there."""
+    """``os.path.isfile``, recorded: a module found (its content), or looked for and not found."""
     if _active is None:
         return os.path.isfile(path)
-    absent = _absence(path)
-    found = os.path.isfile(path)
-    if found:
-        note(path)
-    else:
-        merge(_active, absent)
+    listing_before(os.path.dirname(path))
+    return probed(path, os.path.isfile(path))
+
+
+def listing_before(folder: str) -> None:
+    """Stat ``folder`` (or its nearest existing parent) before it is listed or probed, so that
+    the listing recorded for a name missing there never describes a later state of it."""
+    _nearest_folder(folder)
+
+
+def probed(path: str, found: bool) -> bool:
+    """Record the answer of a probe made elsewhere (a folder's listing): ``path`` is a file (its
+    content), or it is missing (the nearest existing folder's listing and the missing name)."""
+    if _active is not None:
+        if found:
+            note(path)
+        else:
+            merge(_active, _absence(path))
     return found
 
 

@@ -15,7 +15,7 @@ from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.analysis.project import STEP_CALL, imports_matching, set_root
-from fixer.fixcheck import Key, Matcher
+from fixer.fixcheck import Key, Matcher, line_starts, span
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
@@ -135,7 +135,9 @@ def _checked_pass(
     because they bring in a new finding, with why. All fixes are tried at once; only when that brings
     in a finding are they added one by one, each kept only if it brings in none. A rule that fixes a
     chain over passes (the link before the one moved is found next) may bring in its own code, as
-    long as it goes on to fix it: the next pass checks that fix."""
+    long as it goes on to fix it: the next pass checks that fix. So may a fix that leaves a band-aid
+    needless (a ``cleans_up`` rule's finding on code the fix did not touch, fixed by that rule in
+    the next pass); a band-aid the fix itself writes is refused as any other new finding."""
     matcher = Matcher(current, before)
 
     def attempt(fixes: list[Diagnostic]) -> tuple[str, list[Diagnostic], list[tuple[Optional[Diagnostic], Key]]]:
@@ -158,13 +160,18 @@ def _checked_pass(
     if all(old is not None for old, _ in full[2]):
         return full[0], full[1], [old for old, _ in full[2]], {}
     outcome, accepted, refusals = (current, before, [(d, None) for d in before]), [], {}
+    cleanups = {rule.code for rule in rules if rule.cleans_up}
     for diagnostic in chosen:
         fixes = accepted + [diagnostic]
         trial = full if len(fixes) == len(chosen) else attempt(fixes)
         earlier = {key for old, key in outcome[2] if old is None}  # brought in by the fixes kept so far
         introduced = [
             d for d, (old, key) in zip(trial[1], trial[2])
-            if old is None and key not in earlier and not (d.code == diagnostic.code and select_fixes([d], options.unsafe))
+            if old is None and key not in earlier
+            and not (
+                (d.code == diagnostic.code or d.code in cleanups and _untouched(d, trial[0], fixes))
+                and select_fixes([d], options.unsafe)
+            )
         ]
         if introduced:
             first = introduced[0]
@@ -175,6 +182,19 @@ def _checked_pass(
         else:
             outcome, accepted = trial, fixes
     return outcome[0], outcome[1], [old for old, _ in outcome[2]], refusals
+
+
+def _untouched(diagnostic: Diagnostic, new: str, fixes: list[Diagnostic]) -> bool:
+    """The finding's text (in ``new``, the text after ``fixes``) neither lies in nor touches what
+    their edits wrote: the fixes changed what is around it (made a band-aid needless), not it."""
+    start, end = span(diagnostic, line_starts(new))
+    shift = 0
+    for edit in sorted(edit for fix in fixes for edit in fix.fix.edits):
+        written = edit.start + shift
+        if start <= written + len(edit.text) and written <= end:
+            return False
+        shift += len(edit.text) - (edit.end - edit.start)
+    return True
 
 
 def _activate(text: str, options: Options, rules: list[type[Rule]], path: str) -> None:

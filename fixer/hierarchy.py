@@ -80,6 +80,8 @@ def ignored_in(per_file_ignores: dict[str, list[str]], base: str, path: str) -> 
     """The rules ``per-file-ignores`` (of a config in ``base``) turns off for ``path``
     (absolute). As ruff: a pattern matches the path relative to the config's folder (``*``
     crosses ``/``) or the file's name; ``!pattern`` applies to the files it does not match."""
+    if not per_file_ignores:
+        return ()
     rel, name = relative(path, base), os.path.basename(path)
     found: list[str] = []
     for pattern, selectors in per_file_ignores.items():

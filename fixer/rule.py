@@ -66,10 +66,21 @@ BACKWARD_PARTS = tuple(re.compile(part) for part in BACKWARD_ALTERNATIVES)
 
 
 def has_backward_call(data: bytes) -> bool:
-    """``BACKWARD_CALL.search(data)``, fast: substring tests first, then each alternative alone."""
+    """``BACKWARD_CALL`` matches on a line of code: not on a comment line, nor on a doctest line
+    of a docstring (``>>> loss.backward()``), where libraries mention it most. Fast: substring
+    tests first, then each alternative alone."""
     if b"backward" not in data and b"autograd" not in data:
         return False
-    return any(part.search(data) for part in BACKWARD_PARTS)
+    for part in BACKWARD_PARTS:
+        for match in part.finditer(data):
+            line = max(data.rfind(b"\n", 0, match.start()), data.rfind(b"\r", 0, match.start())) + 1  # CR-only too
+            if not data[line : match.start()].lstrip(b" \t").startswith(NOT_CODE):
+                return True
+    return False
+
+
+NOT_CODE = (b"#", b">>>", b"...")  # a line starting so is a comment or a doctest line (never code
+# that calls backward: ``...`` would be an Ellipsis statement)
 
 
 CODE_RE = re.compile(r"^GF\d{3}$")  # the hundreds digit is the family; 0xx: about graphfix's own comments
@@ -95,6 +106,9 @@ class Rule:
     prefilter: ClassVar[re.Pattern[bytes]] = BACKWARD_CALL
     documentation: ClassVar[str] = ""
     default: ClassVar[bool] = True  # False: opt-in, runs only when selected (by code, prefix, name or ALL)
+    # True: a finding of this rule can be what another fix leaves behind (a band-aid made needless),
+    # which the next pass removes with this rule's own fix; such a fix is not refused for it.
+    cleans_up: ClassVar[bool] = False
 
     @classmethod
     def applies_to(cls, data: bytes) -> bool:

@@ -3,6 +3,8 @@ must report without a fix, and where another rule or nothing at all must speak i
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 from fixer.engine import Options, process_source
@@ -72,8 +74,19 @@ def test_the_fix_also_rebuilds_a_stepped_forward_on_data():
     tail = alone.fixed.split("actor_opt.zero_grad()")[-1]
     assert "q = critic(torch.cat([state, action], 1))" in tail and "q_new = critic(" in tail
     # With every rule, the recompute leaves the first backward's retain_graph=True needless (GF302):
-    # the engine refuses a fix that brings in a finding, so GF108 stays reported, unfixed, and says why
-    # (the fix should drop the band-aid itself: a gap noted for the rule).
+    # the next pass removes it, and the program runs with nothing left to report.
     together = process_source("t.py", source.encode(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
-    assert not together.changed
-    assert [(d.code, "GF302" in d.fix_refused) for d in together.remaining] == [("GF108", True)]
+    assert together.changed and together.remaining == []
+    assert together.fixed == alone.fixed.replace("critic_loss.backward(retain_graph=True)", "critic_loss.backward()")
+    run = subprocess.run([sys.executable, "-c", together.fixed], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+
+
+def test_a_band_aid_still_needed_is_kept():
+    """GF302 removes the first backward's retain_graph=True only when nothing walks its graph
+    again: the actor's loss still walks ``q``'s graph here, so the recompute cannot drop it."""
+    both = LOOP.replace("actor_loss = -q_new.mean()", "actor_loss = -q_new.mean() + 0.0 * q.mean()")
+    source = textwrap.dedent(HEAD).format(critic_opt="torch.optim.SGD(critic.parameters(), lr=0.1)")
+    source += both.format(new_action="actor(state)", retain="retain_graph=True")
+    alone = process_source("t.py", source.encode(), Options(rules=(by_code("GF302"),), fix=True, unsafe=True))
+    assert not alone.diagnostics

@@ -10,6 +10,7 @@ again, with each memo answer, the files that answer read."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from typing import Iterator, Optional
@@ -24,7 +25,9 @@ from fixer.source import SourceError, decode
 MAX_BYTES = 1_000_000
 # a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
 # is never one): the text a step function's definition must hold
-STEP_CALL = re.compile(rb"\.backward\s*\(|autograd\.backward\b|manual_backward")
+STEP_ALTERNATIVES = (rb"\.backward\s*\(", rb"autograd\.backward\b", rb"manual_backward")
+STEP_CALL = re.compile(b"|".join(STEP_ALTERNATIVES))
+STEP_PARTS = tuple(re.compile(part) for part in STEP_ALTERNATIVES)  # each found at memchr speed
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
 MAX_LOADED = 2048  # parsed project files kept between files: a batch of many repositories stays in bounded memory
 _loaded: dict[str, tuple[Optional[FileContext], Optional[dict]]] = depends.kept({})  # path -> (context, the files its loading read)
@@ -230,18 +233,59 @@ def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optiona
         bases = [folder]
     else:
         bases = [folder]  # the importer's folder, then each package level above it
-        while depends.exists(os.path.join(folder, "__init__.py")):
+        while _is_file(os.path.join(folder, "__init__.py")):
             folder = os.path.dirname(folder)
             bases.append(folder)
     for base in bases:
+        if parts and parts[0] not in _listing(base)[1] and not (len(parts) == 1 and parts[0] + ".py" in _listing(base)[0]):
+            depends.probed(os.path.join(base, parts[0]), False)  # (a missing ``x`` also means no ``x.py``)
+            if len(parts) == 1:
+                depends.probed(os.path.join(base, parts[0] + ".py"), False)
+            continue  # neither a module nor a package of that name here: no path to build
         stem = os.path.join(base, *parts)
         package = os.path.join(stem, "__init__.py")
         if not parts:  # ``from . import x``: the package itself
-            return package if level and depends.exists(package) else None
+            return package if level and _is_file(package) else None
         for candidate in (stem + ".py", package):
-            if depends.exists(candidate):
+            if _is_file(candidate):
                 return candidate
     return None
+
+
+def _is_file(path: str) -> bool:
+    """``os.path.isfile(path)``, answered from its folder's listing: one ``scandir`` a folder
+    instead of a ``stat`` for every module an import line might name (``import numpy`` probes
+    each package level of a deep tree). Recorded as ``depends.exists`` records a probe."""
+    folder, name = os.path.split(path)
+    return depends.probed(path, name in _listing(folder)[0])
+
+
+@functools.lru_cache(maxsize=65536)
+def _listing(folder: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Names of the regular files and of the folders (or links to one) in ``folder``; empty if
+    it cannot be listed. (Not recorded itself: each answer read from it is.)"""
+    depends.listing_before(folder)  # the folder's stat first, so a record never postdates the listing
+    files, folders = set(), set()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_file():
+                        files.add(entry.name)
+                    elif entry.is_dir():
+                        folders.add(entry.name)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return frozenset(files), frozenset(folders)
+
+
+def forget_project_files() -> None:
+    """Drop everything known about project files (a long-lived process, as the language server,
+    sees files change between two analyses)."""
+    depends.forget()
+    _listing.cache_clear()
 
 
 # Top-level definitions, each found from its literal start (``\nclass``) at memchr speed.
@@ -398,7 +442,9 @@ def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, bool]:
 @depends.remembered
 def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
     data = _read(path)
-    return (pattern is not STEP_CALL or b"backward" in data) and pattern.search(data) is not None
+    if pattern is STEP_CALL:
+        return b"backward" in data and any(part.search(data) for part in STEP_PARTS)
+    return pattern.search(data) is not None
 
 
 def _read(path: str, limit: int = MAX_BYTES) -> bytes:

@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional
 
+from fixer.analysis.project import forget_project_files
 from fixer.apply import apply_edits
 from fixer.engine import Options, process_source
 from fixer.rule import Diagnostic
@@ -29,6 +30,7 @@ def _source(text: str) -> tuple[bytes, Source]:
 
 
 def check(path: str, text: str, options: Options) -> Checked:
+    forget_project_files()  # the files the buffer imports may have changed since the last check
     data, source = _source(text)
     result = process_source(path, data, dataclasses.replace(options, fix=False, write=False), source)
     return Checked(text, result.diagnostics, result.errors)
@@ -37,6 +39,7 @@ def check(path: str, text: str, options: Options) -> Checked:
 def fix_all(path: str, text: str, options: Options) -> Optional[str]:
     """The buffer with every fix ``options`` allows (safe ones, and unsafe ones if enabled), verified
     as ``--fix`` verifies it (it parses, a second pass converges); None when nothing changes."""
+    forget_project_files()
     data, source = _source(text)
     result = process_source(path, data, dataclasses.replace(options, fix=True, write=False), source)
     return result.fixed if result.changed and not result.errors else None

@@ -12,7 +12,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from fixer import __version__, depends
+from fixer import __version__
 from fixer.engine import Options
 from fixer.registry import by_code, documentation_url, explanation
 from fixer.rule import Applicability, Diagnostic
@@ -53,8 +53,6 @@ class GraphfixServer(LanguageServer):
     def checked(self, document: TextDocument, fresh: bool = False) -> Checked:
         """The findings of the buffer as it is now (cached until its text changes)."""
         cached = self.cache.get(document.uri)
-        if fresh:  # files on disk may have changed: what this process read of other modules is old
-            depends.forget()
         if fresh or cached is None or cached.text != document.source:
             cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
             crashes = [e for e in cached.errors if not e.startswith(("cannot parse", "cannot decode"))]

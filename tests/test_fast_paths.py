@@ -1,0 +1,99 @@
+"""The fast paths give the answers of the plain code they replace, on every fixture and example."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from fixer.analysis import project
+from fixer.context import NOTHING, FileContext
+from fixer.nodes import child_nodes, walk
+from fixer.rule import BACKWARD_CALL, has_backward_call
+from fixer.source import LINE_BREAK, split_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted([*ROOT.glob("fixtures/**/*.py"), *ROOT.glob("examples/*.py"), *ROOT.glob("fixer/**/*.py")])
+SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+
+
+def _texts():
+    for path in SOURCES:
+        yield path, path.read_bytes()
+
+
+def test_walk_yields_what_ast_walk_does_without_singletons():
+    for path, data in _texts():
+        tree = ast.parse(data)
+        expected = [n for n in ast.walk(tree) if not isinstance(n, SINGLETONS)]
+        got = list(walk(tree))
+        assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), path
+        for node in expected[:200]:
+            plain = [c for c in ast.iter_child_nodes(node) if not isinstance(c, SINGLETONS)]
+            assert child_nodes(node) == plain, path
+
+
+def test_import_lines_are_the_regex_matches():
+    for path, data in _texts():
+        expected = [m.span() for m in project.IMPORT_LINE.finditer(data)]
+        assert [m.span() for m in project.import_lines(data)] == expected, path
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_split_lines_breaks_where_python_does(newline):
+    samples = [p.read_text(encoding="utf-8").replace("\n", newline) for p in SOURCES[:50]]
+    samples += ["a\x0cb\nc", "x\u2028y\r\nz", "é\x85\n", "", "no break", "\r\r\n\n"]
+    for text in samples:
+        plain, start = [], 0
+        for match in LINE_BREAK.finditer(text):
+            plain.append(text[start : match.end()])
+            start = match.end()
+        if start < len(text):
+            plain.append(text[start:])
+        assert split_lines(text) == plain
+
+
+def test_backward_pre_filter_skips_only_comment_and_doctest_lines():
+    assert has_backward_call(b"loss.backward()\n")
+    assert has_backward_call(b'"""\nCall loss.backward() first.\n"""\n')  # prose: kept
+    assert has_backward_call(b"# note\rloss.backward()\r")  # CR-only line breaks
+    assert not has_backward_call(b"# loss.backward()\n")
+    assert not has_backward_call(b'def f():\n    """\n    >>> out.backward()\n    ... y.backward()\n    """\n')
+    assert not has_backward_call(b"# from torch.autograd import grad\n")
+    for path, data in _texts():  # on code without such lines: the plain regex's answer
+        if not re.search(rb"^[ \t]*(#|>>>|\.\.\.)[^\n]*(backward|grad)", data, re.MULTILINE):
+            assert has_backward_call(data) == (BACKWARD_CALL.search(data) is not None), path
+
+
+def test_lines_matching_with_a_leading_word_boundary():
+    pattern = re.compile(r"\b(?:step|backward|zero_grad)\s*\(")
+    for path, data in list(_texts())[:80]:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        plain = sorted({bisect.bisect_right(ctx._line_starts, m.start()) for m in pattern.finditer(text)})
+        assert ctx.lines_matching(pattern) == plain, path
+        assert ctx.lines_matching(NOTHING) == []
+
+
+def test_module_probes_agree_with_the_file_system(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for name in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/steps.py", "pkg/models.py", "helpers.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "pkg" / "data.py").mkdir()  # a folder named like a module is not one
+    project.forget_project_files()
+    folder = str(tmp_path / "pkg" / "sub")
+    cases = [("steps", 0), ("models", 0), ("helpers", 0), ("pkg.models", 0), ("pkg.data", 0), ("data", 1), ("models", 2), (None, 1), ("nothing", 0)]
+    for module, level in cases:
+        parts = module.split(".") if module else []
+        found = project._module_in_folder(folder, module, level)
+        if found is not None:
+            assert os.path.isfile(found) and found.endswith((os.path.join(*parts) + ".py") if parts else "__init__.py")
+    assert project._module_in_folder(folder, "steps", 0) == os.path.join(folder, "steps.py")
+    assert project._module_in_folder(folder, "pkg.data", 0) is None
+    (tmp_path / "late.py").write_text("y = 2\n")  # a file added later is seen once caches are dropped
+    project.forget_project_files()
+    assert project._module_in_folder(folder, "late", 0) == str(tmp_path / "late.py")
