@@ -340,7 +340,7 @@ def bench_tree(tree, graphfix, ruff, jobs, repeat, unsafe=False):
     if tree.repo:
         result.update(commit=tree.repo.commit, domain=tree.repo.domain)
     if graphfix:
-        cmd = graphfix + ["--output-format", "json", "--jobs", str(jobs)]
+        cmd = graphfix + ["--output-format", "json", "--no-cache", "--jobs", str(jobs)]  # cold runs, as ruff's
         cmd += ["--unsafe-fixes"] if unsafe else []
         result["graphfix"] = graphfix_result(run_repeated(cmd + [tree.rel], tree.base, repeat), tree)
     if ruff:
@@ -429,7 +429,7 @@ def print_report(results, total):
 def write_diff(tree, graphfix, jobs, unsafe, diff_dir):
     """graphfix --diff on one tree (cwd = tree base) into DIR/<tree>.diff; stderr beside it."""
     os.makedirs(diff_dir, exist_ok=True)
-    cmd = graphfix + ["--diff", "--jobs", str(jobs)] + (["--unsafe-fixes"] if unsafe else [])
+    cmd = graphfix + ["--diff", "--no-cache", "--jobs", str(jobs)] + (["--unsafe-fixes"] if unsafe else [])
     proc = subprocess.run(cmd + [tree.rel], cwd=tree.base, capture_output=True, text=True)
     name = tree.name.replace("/", "+")
     with open(os.path.join(diff_dir, name + ".diff"), "w") as f:

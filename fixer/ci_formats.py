@@ -12,7 +12,6 @@ from urllib.parse import quote
 
 from fixer import __version__
 from fixer.diff import display_path
-from fixer.registry import all_rules
 from fixer.rule import DOCS_URL, Diagnostic, rule_url
 
 Item = tuple[str, Diagnostic]  # (path, diagnostic)
@@ -84,6 +83,8 @@ def _sarif_result(path: str, d: Diagnostic, index: dict[str, int]) -> dict:
 
 
 def sarif(items: Sequence[Item], errors: Sequence[Error] = ()) -> str:
+    from fixer.registry import all_rules  # SARIF lists every rule: only that format imports them
+
     rules = all_rules()
     index = {rule.code: number for number, rule in enumerate(rules)}
     notifications = [

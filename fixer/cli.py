@@ -98,6 +98,8 @@ def check(
     patch_dir: Optional[str] = typer.Option(None, "--patch-dir", help="Batch: write one git-apply-able patch per repository into DIR.", metavar="DIR"),
     branch: Optional[str] = typer.Option(None, "--branch", help="Batch: commit each clean git repository's fixes on a new branch NAME (the checkout is not touched).", metavar="NAME"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Batch: run each repository's work on the dask.distributed cluster at ADDRESS (tcp://host:port, or a scheduler file); needs graphfix\\[distributed].", metavar="ADDRESS"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="The result cache's folder (default: .graphfix_cache at the project root; env GRAPHFIX_CACHE_DIR)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress display (shown only when stderr is a terminal)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary on stderr (and, for --fix -, no remaining findings)."),
     silent: bool = typer.Option(False, "--silent", "-s", help="Nothing on stderr at all; the exit code tells. For editor filters."),
@@ -145,8 +147,9 @@ def check(
         code = _run_stdin(stdin_filename or "-", resolved.options(os.path.abspath(stdin_filename or "-"), None), diff, fix, fmt, quiet)
         code = EXIT_ERROR if _config_errors(tree) else code
     else:
+        cache = None if no_cache or os.environ.get("GRAPHFIX_NO_CACHE") else _open_cache(cache_dir, tree)
         code, changed = _run_files(paths, tree, _split(exclude), workers, fmt, quiet, diff, fix, statistics, batch, repos_in or [],
-                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive, scheduler)
+                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive, scheduler, cache)
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
@@ -159,7 +162,28 @@ def _config_errors(tree: ConfigTree) -> bool:
     return bool(tree.errors)
 
 
-def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, scheduler=None) -> tuple[int, bool]:
+def _open_cache(flag: Optional[str], tree: ConfigTree):
+    """The run's result cache, or None if it cannot be used (the run goes on without it)."""
+    from fixer.cache import RunCache
+
+    try:
+        return RunCache(_cache_folder(flag, tree))
+    except Exception as exc:  # the cache must never fail a run
+        _err(f"graphfix: warning: result cache not used: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _cache_folder(flag: Optional[str], tree: ConfigTree) -> str:
+    """As ruff: the flag, GRAPHFIX_CACHE_DIR, the run's config, else at the project root (the
+    folder of the run's config, else the current one)."""
+    from fixer.cache import cache_folder
+
+    fallback = tree.fallback
+    root = os.path.dirname(os.path.abspath(fallback.config)) if fallback.config else os.getcwd()
+    return cache_folder(flag, fallback.settings.cache_dir, root)
+
+
+def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, scheduler=None, cache=None) -> tuple[int, bool]:
     """Check the files (of each repository, in a batch); (exit code, whether a file changed)."""
     started = time.perf_counter()
     try:
@@ -180,7 +204,9 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
             with cluster:
                 results = unusable + run_on_cluster(cluster, work, progress.advance)
         else:
-            results = unusable + run(work.files, work.variants, workers, work.choice, progress.advance)
+            results = unusable + run(work.files, work.variants, workers, work.choice, progress.advance, cache)
+    if cache is not None and cache.failed and not quiet:
+        _err(f"graphfix: warning: the result cache could not be written ({cache.failed}): {display_path(cache.folder)}")
     if interactive:  # the run computed the fixes without writing: the user picks which are written
         options_of = dict(zip(work.files, (work.variants[c] for c in work.choice)))
         if review_results(results, options_of.__getitem__, Terminal(sys.stdin, sys.stderr)).interrupted:
@@ -375,6 +401,28 @@ def explain(code: str = typer.Argument(..., help="Rule code (GF101) or name.")) 
         _err(f"graphfix: error: unknown rule {code!r} (see `graphfix rules`)")
         raise typer.Exit(EXIT_ERROR)
     typer.echo(explanation(rule))
+
+
+@app.command("clean")
+def clean_command(
+    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml whose folder is the project root."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="The cache folder to remove (default: as check finds it)."),
+) -> None:
+    """Remove the result cache (.graphfix_cache at the project root)."""
+    from fixer.cache import clean
+
+    folder = _cache_folder(cache_dir, _tree(config, Flags()))
+    if not os.path.exists(folder):
+        return
+    try:
+        removed = clean(folder)
+    except OSError as exc:
+        _err(f"graphfix: error: cannot remove {folder}: {exc.strerror or exc}")
+        raise typer.Exit(EXIT_ERROR)
+    if not removed:
+        _err(f"graphfix: error: {folder} is not a graphfix cache (no CACHEDIR.TAG of graphfix's); not removed")
+        raise typer.Exit(EXIT_ERROR)
+    _err(f"graphfix: removed {folder}")
 
 
 @app.command("server")

@@ -38,6 +38,7 @@ class Settings:
     jobs: int = 0  # 0: all cores
     output_format: str = "text"
     max_file_size: str = "8MB"
+    cache_dir: str = ""  # "": .graphfix_cache at the project root (see fixer.cache)
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?\s*", re.I)

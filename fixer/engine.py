@@ -10,6 +10,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
+from fixer import depends
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
@@ -18,7 +19,7 @@ from fixer.fixcheck import Key, Matcher, line_starts, span
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
-from fixer.source import Source, SourceError, WriteError, decode, encode, read_bytes, write_atomic
+from fixer.source import Source, SourceError, WriteError, decode, encode, write_atomic
 from fixer.suppress import find_suppressions, suppressions_of
 
 MAX_PASSES = 6
@@ -338,7 +339,7 @@ def process_file(path: str, options: Options) -> FileResult:
     set_root(options.root)
     rules = None
     try:
-        data = read_bytes(path)
+        data = depends.read(path)  # the result cache's record: the result depends on these bytes
         if not is_notebook(path):  # a notebook's pre-filter and size limit apply to its code
             rules = active_rules(data, options.rules, path)
             if not rules or refusal(data, rules, options):

@@ -5,13 +5,13 @@ JSON lines, SARIF, JUnit XML or a GitLab Code Quality report. Format names follo
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from fixer import ci_formats
 from fixer.diff import display_path
 from fixer.rule import Diagnostic, rule_url
 
-from fixer.ci_formats import Error, Item
+if TYPE_CHECKING:  # the CI formats (XML, hashes) are imported only by a run that writes one
+    from fixer.ci_formats import Error, Item
 
 
 def fix_marker(diagnostic: Diagnostic, unsafe: bool) -> str:
@@ -105,11 +105,17 @@ def render(fmt: str, items: Sequence[Item], unsafe: bool, errors: Sequence[Error
         "github": lambda: "".join(line + "\n" for line in github_lines(items)),
         "json": lambda: as_json(items) + "\n",
         "json-lines": lambda: as_json_lines(items),
-        "sarif": lambda: ci_formats.sarif(items, errors) + "\n",
-        "junit": lambda: ci_formats.junit(items, errors),
-        "gitlab": lambda: ci_formats.gitlab(items) + "\n",
+        "sarif": lambda: _ci_formats().sarif(items, errors) + "\n",
+        "junit": lambda: _ci_formats().junit(items, errors),
+        "gitlab": lambda: _ci_formats().gitlab(items) + "\n",
     }
     return writers[fmt]()
+
+
+def _ci_formats():
+    from fixer import ci_formats
+
+    return ci_formats
 
 
 FORMATS = ("text", "json", "json-lines", "github", "gitlab", "junit", "sarif")

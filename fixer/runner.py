@@ -1,40 +1,48 @@
-"""Run the engine over many files, using all cores."""
+"""Run the engine over many files, using all cores, answering from the result cache what it can."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
 import time
-from typing import Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
+from fixer import depends
 from fixer.analysis.project import forget_loaded
 from fixer.engine import FileResult, Options, process_file
 
+if TYPE_CHECKING:
+    from fixer.cache import RunCache
+
 _options: tuple[Options, ...] = ()
+_record = False  # collect each analysis's dependencies (for the cache)
 INLINE_LIMIT = 8  # below this many files a process pool costs more than it saves
 # Parsing allocates ASTs by the million and almost none of them form cycles; at Python's default
 # (a young collection every 700 net allocations) the collector takes a third of a run's time.
 YOUNG_COLLECTION_EVERY = 10_000
 
 
-def _init(options: tuple[Options, ...]) -> None:
-    global _options
-    _options = options
+def _init(options: tuple[Options, ...], record: bool = False) -> None:
+    global _options, _record
+    _options, _record = options, record
     gc.freeze()  # graphfix's own modules and options: never worth scanning again
     gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
 
 
-def _work(item: tuple[str, int]) -> FileResult:
+def _work(item: tuple[str, int]) -> tuple[FileResult, dict[str, depends.Fingerprint]]:
+    """The file's result and the files its analysis read (when recording, for the cache)."""
     path, which = item
     start = time.perf_counter()
-    try:
-        result = process_file(path, _options[which])
-    except Exception as exc:  # never lose the whole run to one file
-        result = FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
+    with depends.collect() if _record else contextlib.nullcontext({}) as found:
+        try:
+            result = process_file(path, _options[which])
+        except Exception as exc:  # never lose the whole run to one file
+            result = FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     result.seconds = time.perf_counter() - start
     forget_loaded()
-    return result
+    return result, found
 
 
 def _size(item: tuple[str, int]) -> int:
@@ -50,29 +58,53 @@ def run(
     jobs: int = 0,
     choice: Optional[Sequence[int]] = None,
     on_result: Optional[Callable[[FileResult], None]] = None,
+    cache: Optional["RunCache"] = None,
 ) -> list[FileResult]:
     """Each file's result, in the order of ``paths``. ``options`` is one Options for every file,
-    or several with ``choice[i]`` the index of file i's; ``on_result`` sees each result as it comes."""
+    or several with ``choice[i]`` the index of file i's; ``on_result`` sees each result as it comes.
+    With ``cache``, a file whose cached result is still valid is not analysed."""
     variants = (options,) if isinstance(options, Options) else tuple(options)
     items = list(zip(paths, choice if choice is not None else [0] * len(paths)))
-    cores = os.cpu_count() or 1
-    # never more workers than files, nor a fork bomb from a typo: at most 4 per core
-    jobs = min(jobs if jobs > 0 else cores, len(paths), 4 * cores)
     results = []
-    if jobs == 1 or len(paths) < INLINE_LIMIT:
-        _init(variants)
-        for item in items:
-            results.append(_work(item))
-            if on_result:
-                on_result(results[-1])
-    else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with multiprocessing.get_context(method).Pool(jobs, initializer=_init, initargs=(variants,)) as pool:
-            # largest files first in small chunks, so no worker is left with a big file at the end
-            chunk = max(1, min(8, len(paths) // (jobs * 32)))
-            for result in pool.imap_unordered(_work, sorted(items, key=_size, reverse=True), chunksize=chunk):
-                results.append(result)
+    if cache is not None:
+        for path, which in items:
+            hit = cache.lookup(path, variants[which])
+            if hit is not None:
+                results.append(hit)
                 if on_result:
-                    on_result(result)
+                    on_result(hit)
+        if results:
+            known = {r.path for r in results}
+            items = [item for item in items if item[0] not in known]
+        if items:
+            cache.prepare()  # before any analysis looks at the folder it may create
+    choice_of = dict(items)
+    for result, found in _analyse(items, variants, jobs, cache is not None):
+        results.append(result)
+        if cache is not None:
+            cache.store(result, variants[choice_of[result.path]], found)
+        if on_result:
+            on_result(result)
+    if cache is not None:
+        cache.save()
     order = {path: index for index, path in enumerate(paths)}
     return sorted(results, key=lambda r: order[r.path])
+
+
+def _analyse(items: list[tuple[str, int]], variants: tuple[Options, ...], jobs: int, record: bool):
+    """(result, files its analysis read) of each item, as they come."""
+    if not items:
+        return
+    cores = os.cpu_count() or 1
+    # never more workers than files, nor a fork bomb from a typo: at most 4 per core
+    jobs = min(jobs if jobs > 0 else cores, len(items), 4 * cores)
+    if jobs == 1 or len(items) < INLINE_LIMIT:
+        _init(variants, record)
+        for item in items:
+            yield _work(item)
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(jobs, initializer=_init, initargs=(variants, record)) as pool:
+        # largest files first in small chunks, so no worker is left with a big file at the end
+        chunk = max(1, min(8, len(items) // (jobs * 32)))
+        yield from pool.imap_unordered(_work, sorted(items, key=_size, reverse=True), chunksize=chunk)

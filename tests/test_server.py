@@ -199,3 +199,22 @@ async def test_each_workspace_folders_pyproject_is_honoured(client: LanguageClie
     uris = [(tmp_path / folder / "train.py").as_uri() for folder in ("loud", "quiet", "broken")]
     await publish(client, lambda: client.workspace_did_change_configuration(settings), *uris)
     assert [d.code for d in client.diagnostics[(tmp_path / "quiet/train.py").as_uri()]] == ["GF301"]
+
+
+async def test_saving_a_helper_module_updates_its_importers(client: LanguageClient, tmp_path):
+    """The server is a long-lived process: what it read of an imported module must not outlive a
+    change of that module (the step function moves the loop's finding in and out)."""
+    from tests.test_project_model import _step_program
+
+    steps = tmp_path / "steps.py"
+    steps.write_text(_step_program("carried")[0])
+    loop = "import torch\nfrom steps import train_step, sequence, targets\n" + _step_program("carried")[1]
+    train = tmp_path / "train.py"
+    assert [d.code for d in await open_file(client, train, loop)] == ["GF101"]
+    cut = _step_program("cut-inside-step")[0]
+    item = lsp.TextDocumentItem(steps.as_uri(), "python", 1, steps.read_text())
+    await publish(client, lambda: client.text_document_did_open(lsp.DidOpenTextDocumentParams(item)), item.uri)
+    steps.write_text(cut)
+    save = lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(steps.as_uri()))
+    await publish(client, lambda: client.text_document_did_save(save), steps.as_uri(), train.as_uri())
+    assert list(client.diagnostics[train.as_uri()]) == []

@@ -115,18 +115,25 @@ def _readable_function(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
 def flowing_parameters(ctx: FileContext, helper: Scope) -> Optional[frozenset[str]]:
     """The parameters a function's returned values derive from through graph-carrying flow; None
     while it is being computed (a recursive call: every argument flows)."""
-    key = ("flowing_parameters", id(helper.node))
-    if key not in ctx.cache:
-        ctx.cache[key] = None
-        graph = facts(ctx, helper)
-        args = helper.node.args
-        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-        found: set[str] = set()
-        for node in walk(helper.node):
-            if isinstance(node, ast.Return) and node.value is not None and own_return(ctx, node, helper) and not under_no_grad(ctx, node):
-                found |= root_names(ctx, graph, node.value, node) & params
-        ctx.cache[key] = frozenset(found)
-    return ctx.cache[key]
+    computing = ("flowing_parameters: computing", id(helper.node))
+    if computing in ctx.cache:
+        return None
+
+    def compute() -> frozenset[str]:
+        ctx.cache[computing] = True
+        try:
+            graph = facts(ctx, helper)
+            args = helper.node.args
+            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+            found: set[str] = set()
+            for node in walk(helper.node):
+                if isinstance(node, ast.Return) and node.value is not None and own_return(ctx, node, helper) and not under_no_grad(ctx, node):
+                    found |= root_names(ctx, graph, node.value, node) & params
+            return frozenset(found)
+        finally:
+            del ctx.cache[computing]
+
+    return ctx.memo(("flowing_parameters", id(helper.node)), compute)  # (a project file's memo records what it read)
 
 
 def own_return(ctx: FileContext, node: ast.Return, helper: Scope) -> bool:

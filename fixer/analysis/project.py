@@ -2,7 +2,10 @@
 compute_loss`` (or ``from .losses import ...``, ``import losses``) resolves to ``losses.py`` beside
 the file or in its package, which is parsed once per process; a package's ``__init__.py`` that
 imports the name from a module of its own is followed. Anything that cannot be found or parsed is
-unknown."""
+unknown. Every file read or looked for, and every ``.git`` looked for, is reported to
+``fixer.depends`` (the result cache's record of what a file's result depends on) on every call:
+the per-process memos here are ``depends.remembered``, and a loaded module's context records
+again, with each memo answer, the files that answer read."""
 
 from __future__ import annotations
 
@@ -12,11 +15,12 @@ import os
 import re
 from typing import Iterator, Optional
 
+from fixer import depends
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import parse
-from fixer.source import SourceError, decode, read_bytes
+from fixer.source import SourceError, decode
 
 MAX_BYTES = 1_000_000
 # a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
@@ -26,8 +30,7 @@ STEP_CALL = re.compile(b"|".join(STEP_ALTERNATIVES))
 STEP_PARTS = tuple(re.compile(part) for part in STEP_ALTERNATIVES)  # each found at memchr speed
 MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
 MAX_LOADED = 2048  # parsed project files kept between files: a batch of many repositories stays in bounded memory
-_loaded: dict[str, Optional[FileContext]] = {}
-_repositories: dict[str, Optional[str]] = {}  # folder -> the repository root above it (None: none)
+_loaded: dict[str, tuple[Optional[FileContext], Optional[dict]]] = depends.kept({})  # path -> (context, the files its loading read)
 _root: Optional[str] = None  # the project of the files being analysed (set_root)
 
 
@@ -208,21 +211,8 @@ def bound_of(folder: str) -> Optional[str]:
     """The folder imports from ``folder`` may resolve in: the run's project when the folder is in
     it, else the nearest folder above holding ``.git`` (None: no limit)."""
     if _root is not None and (folder == _root or folder.startswith(_root.rstrip(os.sep) + os.sep)):
-        return _root
-    start, seen = folder, []
-    while folder not in _repositories:
-        seen.append(folder)
-        if os.path.lexists(os.path.join(folder, ".git")):
-            _repositories[folder] = folder
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            _repositories[folder] = None
-            break
-        folder = parent
-    for each in seen:
-        _repositories[each] = _repositories[folder]
-    return _repositories[start]
+        return _root  # (the run's project is part of the result cache's key)
+    return depends.git_root(folder)
 
 
 def forget_loaded() -> None:
@@ -233,7 +223,7 @@ def forget_loaded() -> None:
             del _loaded[path]
 
 
-@functools.lru_cache(maxsize=65536)
+@depends.remembered
 def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optional[str]:
     """The file ``module`` names for code in ``folder`` (files of one folder share the answer)."""
     parts = module.split(".") if module else []
@@ -248,6 +238,9 @@ def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optiona
             bases.append(folder)
     for base in bases:
         if parts and parts[0] not in _listing(base)[1] and not (len(parts) == 1 and parts[0] + ".py" in _listing(base)[0]):
+            depends.probed(os.path.join(base, parts[0]), False)  # (a missing ``x`` also means no ``x.py``)
+            if len(parts) == 1:
+                depends.probed(os.path.join(base, parts[0] + ".py"), False)
             continue  # neither a module nor a package of that name here: no path to build
         stem = os.path.join(base, *parts)
         package = os.path.join(stem, "__init__.py")
@@ -262,15 +255,16 @@ def _module_in_folder(folder: str, module: Optional[str], level: int) -> Optiona
 def _is_file(path: str) -> bool:
     """``os.path.isfile(path)``, answered from its folder's listing: one ``scandir`` a folder
     instead of a ``stat`` for every module an import line might name (``import numpy`` probes
-    each package level of a deep tree)."""
+    each package level of a deep tree). Recorded as ``depends.exists`` records a probe."""
     folder, name = os.path.split(path)
-    return name in _listing(folder)[0]
+    return depends.probed(path, name in _listing(folder)[0])
 
 
 @functools.lru_cache(maxsize=65536)
 def _listing(folder: str) -> tuple[frozenset[str], frozenset[str]]:
     """Names of the regular files and of the folders (or links to one) in ``folder``; empty if
-    it cannot be listed."""
+    it cannot be listed. (Not recorded itself: each answer read from it is.)"""
+    depends.listing_before(folder)  # the folder's stat first, so a record never postdates the listing
     files, folders = set(), set()
     try:
         with os.scandir(folder) as entries:
@@ -290,53 +284,71 @@ def _listing(folder: str) -> tuple[frozenset[str], frozenset[str]]:
 def forget_project_files() -> None:
     """Drop everything known about project files (a long-lived process, as the language server,
     sees files change between two analyses)."""
-    for cache in (_loaded, _top_names, _definitions, _matches, _repositories):
-        cache.clear()
-    for cached in (_module_in_folder, _listing, _imports_step_module):
-        cached.cache_clear()
+    depends.forget()
+    _listing.cache_clear()
 
 
 # Top-level definitions, each found from its literal start (``\nclass``) at memchr speed.
 TOP_CLASS = re.compile(rb"\nclass[ \t]+(\w+)")
 TOP_FUNCTIONS = (re.compile(rb"\ndef[ \t]+(\w+)"), re.compile(rb"\nasync[ \t]+def[ \t]+(\w+)"))
-_top_names: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
 
 
 def _may_define(path: str, name: str, kind) -> bool:
     """The module's text defines ``name`` at top level as a ``kind`` (``ast.ClassDef``, or the
     function definitions) or imports it: decided from one scan of its bytes, kept as sets of names
     (not the text) per module. A function is never parsed for as a class, nor the reverse."""
-    if path not in _top_names:
-        data = b"\n" + _read(path, MAX_BYTES + 1)
-        classes, functions, imported = set(), set(), set()
-        if len(data) <= MAX_BYTES + 1:
-            classes = {m.group(1).decode("ascii", "replace") for m in TOP_CLASS.finditer(data)}
-            functions = {m.group(1).decode("ascii", "replace") for p in TOP_FUNCTIONS for m in p.finditer(data)}
-            for match in import_lines(data):
-                _, _, grouped, listed, _, _ = match.groups()
-                imported.update(w.decode("ascii", "replace") for w in re.findall(rb"\w+", grouped or listed or b""))
-        _top_names[path] = (frozenset(classes), frozenset(functions), frozenset(imported))
-    classes, functions, imported = _top_names[path]
+    classes, functions, imported = _top_names(path)
     return name in imported or name in (classes if kind is ast.ClassDef else functions)
+
+
+@depends.remembered
+def _top_names(path: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    data = b"\n" + _read(path, MAX_BYTES + 1)
+    classes, functions, imported = set(), set(), set()
+    if len(data) <= MAX_BYTES + 1:
+        classes = {m.group(1).decode("ascii", "replace") for m in TOP_CLASS.finditer(data)}
+        functions = {m.group(1).decode("ascii", "replace") for p in TOP_FUNCTIONS for m in p.finditer(data)}
+        for match in import_lines(data):
+            _, _, grouped, listed, _, _ = match.groups()
+            imported.update(w.decode("ascii", "replace") for w in re.findall(rb"\w+", grouped or listed or b""))
+    return frozenset(classes), frozenset(functions), frozenset(imported)
+
+
+class _Loaded(FileContext):
+    """A project module's context, kept between the analyses of several files: each memo answer
+    keeps the files read while computing it and records them again whenever it is reused."""
+
+    def memo(self, key: object, compute):
+        if key not in self.cache:
+            with depends.capture() as read:
+                value = compute()
+            self.cache[key] = (value, read)
+        value, read = self.cache[key]
+        depends.replay(read)
+        return value
 
 
 def _load(path: str) -> Optional[FileContext]:
     if path not in _loaded:
-        _loaded[path] = None
-        try:
-            if os.path.getsize(path) <= MAX_BYTES:
-                source = decode(read_bytes(path))
-                _loaded[path] = FileContext(path, source.text, parse(source.text, filename=path), source.newline)
-        except (OSError, SourceError, SyntaxError, ValueError, RecursionError):
-            pass
-    return _loaded[path]
+        loaded = None
+        with depends.capture() as read:
+            try:
+                if os.path.getsize(path) <= MAX_BYTES:
+                    source = decode(depends.read(path))
+                    loaded = _Loaded(path, source.text, parse(source.text, filename=path), source.newline)
+            except (OSError, SourceError, SyntaxError, ValueError, RecursionError):
+                pass
+            depends.note(path)  # read, too large, or unreadable: what this process saw there
+        _loaded[path] = (loaded, read)
+    loaded, read = _loaded[path]
+    depends.replay(read) if read is not None else depends.note(path)
+    return loaded
 
 
 IMPORT_LINE = re.compile(
     rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n#]*))|import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?)",
     re.MULTILINE,
 )
-_matches: dict[tuple[str, str, bytes], bool] = {}
 
 
 def import_lines(data: bytes) -> Iterator["re.Match[bytes]"]:
@@ -393,7 +405,7 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
     return False
 
 
-@functools.lru_cache(maxsize=65536)
+@depends.remembered
 def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.Pattern[bytes]", root: Optional[str]) -> bool:
     """The module an import line of a file in ``folder`` names is a project file whose text
     matches ``pattern`` (never torch's own modules: the torch API, as in graph.py). ``root`` (the
@@ -407,40 +419,37 @@ def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.P
 
 DEFINITION = re.compile(rb"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
 TOP_LEVEL = re.compile(rb"^[^\s#]", re.MULTILINE)
-_definitions: dict[tuple[str, bytes], dict[str, bool]] = {}
 
 
 def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]") -> bool:
     """The text of the top-level function ``def name`` of the module matches ``pattern`` (one scan
     per module: each function's answer is kept, not the text). A class's methods run only through
     instances, which a text test cannot follow: a class never matches."""
-    key = (path, pattern.pattern)
-    if key not in _definitions:
-        data, found = _read(path), {}
-        for match in DEFINITION.finditer(data):
-            line_end = data.find(b"\n", match.end())
-            end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
-            body = data[match.start() : end.start() if end else len(data)]
-            found[match.group(2).decode("ascii", "replace")] = match.group(1) == b"def" and pattern.search(body) is not None
-        _definitions[key] = found
-    return _definitions[key].get(name, False)
+    return _definitions(path, pattern).get(name, False)
 
 
+@depends.remembered
+def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, bool]:
+    data, found = _read(path), {}
+    for match in DEFINITION.finditer(data):
+        line_end = data.find(b"\n", match.end())
+        end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
+        body = data[match.start() : end.start() if end else len(data)]
+        found[match.group(2).decode("ascii", "replace")] = match.group(1) == b"def" and pattern.search(body) is not None
+    return found
+
+
+@depends.remembered
 def _file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
-    key = (path, "", pattern.pattern)
-    if key not in _matches:
-        data = _read(path)
-        if pattern is STEP_CALL:
-            _matches[key] = b"backward" in data and any(part.search(data) for part in STEP_PARTS)
-        else:
-            _matches[key] = pattern.search(data) is not None
-    return _matches[key]
+    data = _read(path)
+    if pattern is STEP_CALL:
+        return b"backward" in data and any(part.search(data) for part in STEP_PARTS)
+    return pattern.search(data) is not None
 
 
 def _read(path: str, limit: int = MAX_BYTES) -> bytes:
-    """Up to ``limit`` bytes of a module (empty when it cannot be read)."""
+    """Up to ``limit`` bytes of a module (empty when it cannot be read), recorded."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(limit)
-    except OSError:
+        return depends.read(path)[:limit]
+    except SourceError:
         return b""

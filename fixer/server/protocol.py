@@ -95,7 +95,9 @@ def did_change(ls: GraphfixServer, params: lsp.DidChangeTextDocumentParams) -> N
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri, fresh=True)  # pyproject.toml or imported files may have changed
+    # pyproject.toml or imported files may have changed: the saved file may be another one's helper
+    for uri in [params.text_document.uri] + [u for u in ls.workspace.text_documents if u != params.text_document.uri]:
+        ls.publish(uri, fresh=True)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)

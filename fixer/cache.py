@@ -1,0 +1,258 @@
+"""The result cache, as ruff's: ``.graphfix_cache/`` at the project root (the folder of the
+pyproject.toml that configures graphfix, else the current folder), or ``--cache-dir`` /
+``GRAPHFIX_CACHE_DIR`` / ``cache-dir``. It holds a ``.gitignore`` (``*``), a ``CACHEDIR.TAG`` and
+one index file per graphfix version and settings: ``<version>/<key>.json``.
+
+The key covers everything that changes a file's result apart from the files themselves: graphfix's
+version and the size and time of each of its own source files (a changed rule is a new key), the
+Python version (the parser), and the engine settings the file is checked with: the rules that run
+on it (select and ignore of the command line or its config, its per-file-ignores),
+``max-file-size``, and the project its imports resolve in (a batch's repository). An entry, under
+the file's absolute path, holds the fingerprint of every file its analysis read or looked for
+(``fixer.depends``: the file itself, imported project modules and the text tests of the byte
+pre-filter, modules looked for and not found, the ``.git`` folders that bound the project) and
+the result; it is used only while all of them are unchanged.
+
+A run reads the index once and, if it analysed anything, writes it once: re-read, merged with
+this run's entries and renamed over the old one, so concurrent runs never see a half-written
+index (the last writer wins; a lost entry is only a later miss). Anything unexpected in the cache
+(a corrupt index, a read-only folder) turns caching off for the run; it never fails the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Optional
+
+from fixer import __version__, depends
+
+FOLDER = ".graphfix_cache"
+FORMAT = 3
+TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by graphfix.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+_PACKAGES = ("fixer", "fixer/analysis", "codemods")  # graphfix's own code: a change is a new key
+
+
+def cache_folder(flag: Optional[str], configured: Optional[str], project_root: str) -> str:
+    chosen = flag or os.environ.get("GRAPHFIX_CACHE_DIR") or configured
+    return os.path.abspath(chosen) if chosen else os.path.join(os.path.abspath(project_root), FOLDER)
+
+
+def code_key() -> list:
+    """graphfix's version and the size and time of each of its own source files, the Python."""
+    import codemods
+
+    base = os.path.dirname(os.path.dirname(os.path.abspath(codemods.__file__)))
+    code = []
+    for package in _PACKAGES:
+        try:
+            with os.scandir(os.path.join(base, package)) as entries:
+                code += sorted((package, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in entries if e.name.endswith(".py"))
+        except OSError:
+            pass
+    return [__version__, sys.implementation.name, list(sys.version_info[:2]), code]
+
+
+def settings_key(code: list, rules: list[str], max_file_size: int, root: Optional[str]) -> str:
+    """The index of the files checked with these engine settings: the rules that run on them
+    (after select, ignore and per-file-ignores of their config), ``max-file-size``, and the
+    project imports resolve in (a batch's repository; None: the nearest ``.git``, recorded)."""
+    return depends.digest(json.dumps([code, rules, max_file_size, root]).encode())
+
+
+class RunCache:
+    """A run's result cache: one index per engine settings its files are checked with (per-file
+    config and the repositories of a batch give several), all in one folder."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self._code = code_key()
+        self._indexes: dict[tuple, Cache] = {}
+
+    def index(self, options) -> "Cache":
+        """The index of files checked with ``options`` (fixing and unsafe decide what a hit is)."""
+        key = (options.rules, options.max_file_size, options.root, options.fix, options.unsafe)
+        if key not in self._indexes:
+            rules = [rule.code for rule in options.rules]
+            name = settings_key(self._code, rules, options.max_file_size, options.root)
+            self._indexes[key] = Cache(self.folder, name, options.fix, options.unsafe)
+        return self._indexes[key]
+
+    def lookup(self, path: str, options):
+        return self.index(options).lookup(path)
+
+    def store(self, result, options, found: dict[str, depends.Fingerprint]) -> None:
+        self.index(options).store(result, found)
+
+    def prepare(self) -> None:
+        if self._indexes:
+            next(iter(self._indexes.values())).prepare()
+
+    def save(self) -> None:
+        for index in self._indexes.values():  # indexes sharing a file merge on disk, one after the other
+            index.save()
+
+    @property
+    def failed(self) -> Optional[str]:
+        return next((index.failed for index in self._indexes.values() if index.failed), None)
+
+
+class Cache:
+    """One run's view of one index file: ``{"format", "deps": [[path, fingerprint], ...],
+    "entries": {path: [[index into deps, ...], result]}}`` (a file many entries depend on, such
+    as a package's ``__init__.py``, is written and checked once)."""
+
+    def __init__(self, folder: str, key: str, fixing: bool = False, unsafe: bool = False) -> None:
+        self.folder = folder
+        self.path = os.path.join(folder, __version__, f"{key}.json")
+        self.fixing, self.unsafe = fixing, unsafe
+        self.deps, self.entries = self._read()
+        self.updates: dict[str, list] = {}  # path -> [{dep: fingerprint}, result]
+        self._checked: dict[int, tuple[bool, Any]] = {}  # this run: index into deps -> (unchanged, fingerprint now)
+        self.failed: Optional[str] = None  # why the index could not be written
+
+    def prepare(self) -> bool:
+        """Make the folder. The runner calls this before analysing: a new folder in the project
+        changes the project folder's listing, which analyses that looked for a module record."""
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            _mark(self.folder)
+            return True
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
+            return False
+
+    def _read(self) -> tuple[list, dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                document = json.loads(handle.read())
+            if document.get("format") == FORMAT and isinstance(document["deps"], list) and isinstance(document["entries"], dict):
+                return document["deps"], document["entries"]
+        except (OSError, ValueError, AttributeError, TypeError, KeyError):  # absent or corrupt: start again
+            pass
+        return [], {}
+
+    def lookup(self, path: str):
+        """The cached FileResult of ``path``, or None (a miss)."""
+        from fixer import cache_codec
+
+        key = os.path.abspath(path)
+        entry = self.entries.get(key)
+        try:
+            if entry is None or not self._valid(key, entry):
+                return None
+            result = cache_codec.decode(path, entry[1])
+        except Exception:  # an entry this code did not write: a miss, never a failed run
+            return None
+        return None if self.fixing and cache_codec.would_fix(result, self.unsafe) else result
+
+    def _valid(self, path: str, entry: list) -> bool:
+        own, refreshed = False, False
+        for index in entry[0]:
+            if index not in self._checked:
+                dep, recorded = self.deps[index]
+                recorded = _hashable(recorded)
+                same, now = depends.unchanged(dep, recorded)
+                self._checked[index] = (same, None if now == recorded else now)
+            same, now = self._checked[index]
+            if not same:
+                return False
+            own = own or (self.deps[index][0] == path and self.deps[index][1] is not None)
+            refreshed = refreshed or now is not None
+        if refreshed:  # same content, new stat signature: trust the signature next time
+            deps = {}
+            for index in entry[0]:
+                dep, recorded = self.deps[index]
+                deps[dep] = self._checked[index][1] or _hashable(recorded)
+            self.updates[path] = [deps, entry[1]]
+        return own  # an entry always records its own file's content
+
+    def store(self, result, found: dict[str, depends.Fingerprint]) -> None:
+        """Keep ``result`` with the fingerprints of the files its analysis read (``found``)."""
+        from fixer import cache_codec
+
+        deps = {os.path.abspath(p): fp for p, fp in found.items()}
+        path = os.path.abspath(result.path)
+        if cache_codec.cacheable(result) and deps.get(path) is not None:  # its own content, read
+            self.updates[path] = [deps, cache_codec.encode(result)]
+
+    def save(self) -> None:
+        """Write this run's entries, merged into the index as it is now on disk."""
+        if not self.updates:
+            return
+        from fixer import temp_files
+
+        if not self.prepare():
+            return
+        table: list = []
+        numbers: dict[tuple, int] = {}
+
+        def number(dep: str, recorded: Any) -> int:
+            key = (dep, _hashable(recorded))
+            if key not in numbers:
+                numbers[key] = len(table)
+                table.append([dep, recorded])
+            return numbers[key]
+
+        try:
+            old_deps, old_entries = self._read()
+            merged = {}
+            for path, entry in old_entries.items():
+                if path not in self.updates and os.path.exists(path):  # deleted files go
+                    try:
+                        merged[path] = [[number(*old_deps[i]) for i in entry[0]], entry[1]]
+                    except (IndexError, KeyError, TypeError, ValueError):  # an entry this code did not write
+                        continue
+            for path, (deps, result) in self.updates.items():
+                merged[path] = [[number(dep, recorded) for dep, recorded in deps.items()], result]
+            data = json.dumps({"format": FORMAT, "deps": table, "entries": merged}, separators=(",", ":")).encode()
+            fd, temp = temp_files.create(os.path.dirname(self.path))
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(temp, self.path)
+            except OSError:
+                os.unlink(temp)
+                raise
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
+
+
+def _hashable(recorded: Any) -> depends.Fingerprint:
+    """A fingerprint as ``fixer.depends`` makes it, from its JSON form (lists for tuples)."""
+    if recorded is None:
+        return None
+    kind = recorded[0]
+    if kind == depends.BOUND:
+        return (kind, recorded[1])
+    if kind == depends.FOLDER:
+        return (kind, tuple(recorded[1]) if recorded[1] else None, tuple(recorded[2]))
+    return (tuple(kind) if kind else None, recorded[1])
+
+
+def _mark(folder: str) -> None:
+    """The cache folder's ``.gitignore`` and ``CACHEDIR.TAG`` (backup tools skip tagged folders)."""
+    for name, text in ((".gitignore", "# Automatically created by graphfix.\n*\n"), ("CACHEDIR.TAG", TAG)):
+        target = os.path.join(folder, name)
+        if not os.path.exists(target):
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
+
+
+def clean(folder: str) -> bool:
+    """Remove a cache folder; only one graphfix tagged (so ``--cache-dir ~`` cannot remove a home)."""
+    import shutil
+
+    tag = os.path.join(folder, "CACHEDIR.TAG")
+    try:
+        with open(tag, encoding="utf-8") as handle:
+            if not handle.read().startswith(TAG.splitlines()[0]):
+                return False
+    except OSError:
+        return False
+    shutil.rmtree(folder)
+    return True
