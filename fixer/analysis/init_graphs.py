@@ -11,7 +11,6 @@ inside a loop of this file (one call would not fail)."""
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from typing import Callable
 
@@ -21,9 +20,9 @@ from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import LOOPS, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
-from fixer.nodes import child_nodes, walk
+from fixer.nodes import walk
 
 InitGraph = tuple[str, ast.Assign, list[BackwardCall]]
 
@@ -33,8 +32,8 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
     that surely require grad (the rule's own test of a graph worth reporting)."""
     if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or not backward_calls(ctx, scope):
         return []
-    if not ctx.mentions(ctx.tree, _method_call_text(scope.node.name)) or scope.node.name not in _called_in_loops(ctx):
-        return []  # the text never calls the method: no need to walk the file for loops
+    if not _called_in_a_loop(ctx, scope.node.name):
+        return []
     calls = _every_call_backwards(ctx, scope)
     if not calls:
         return []
@@ -60,10 +59,10 @@ def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.As
     """The same for a graph built at the module's level and given to the class's one construction,
     which keeps it for life (``y = t @ a``; ``Trainer(y)`` storing ``self.y = y``): (attribute,
     the module-level assignment, backward calls)."""
-    if not scope.self_name or getattr(scope.node, "name", "") == "__init__" or scope.node.name not in _called_in_loops(ctx):
+    if not scope.self_name or getattr(scope.node, "name", "") == "__init__":
         return []
     fields = {f: n for f, n in held_for_life(ctx).items() if "." not in n and f.split(".", 1)[1] in _attributes(ctx, scope)}
-    calls = _every_call_backwards(ctx, scope) if fields else []
+    calls = _every_call_backwards(ctx, scope) if fields and _called_in_a_loop(ctx, scope.node.name) else []
     sites = constructions(ctx, scope.class_node) if calls else None
     if not sites or ctx.parent(ctx.statement_of(sites[0])) is not ctx.tree:
         return []
@@ -116,9 +115,18 @@ def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.As
     return {a: s for a, s in first.items() if counts[a] == 1 and always_runs(ctx, s, init.node)}
 
 
-@functools.lru_cache(maxsize=4096)
-def _method_call_text(name: str) -> "re.Pattern[str]":
-    return re.compile(r"\.\s*%s\s*\(" % re.escape(name))
+def _called_in_a_loop(ctx: FileContext, name: str) -> bool:
+    """The method ``name`` is called as ``x.<name>(...)`` inside a loop of this file; the text
+    is asked first, so a file that never calls it is not walked for loops."""
+    return name in _method_calls_in_text(ctx) and name in _called_in_loops(ctx)
+
+
+METHOD_CALL = re.compile(r"\.\s*(\w+)\s*\(")
+
+
+def _method_calls_in_text(ctx: FileContext) -> frozenset[str]:
+    """Names the source text calls as ``.<name>(`` (one scan of the file)."""
+    return ctx.memo("method_calls_in_text", lambda: frozenset(METHOD_CALL.findall(ctx.source)))
 
 
 def _called_in_loops(ctx: FileContext) -> set[str]:
@@ -126,13 +134,14 @@ def _called_in_loops(ctx: FileContext) -> set[str]:
 
     def compute() -> set[str]:
         found: set[str] = set()
-        todo: list[tuple[ast.AST, bool]] = [(ctx.tree, False)]  # (node, inside a loop)
+        todo: list[ast.AST] = [ctx.tree]  # statements, down to the outermost loops (loops are statements)
         while todo:
-            node, in_loop = todo.pop()
-            if in_loop and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                found.add(node.func.attr)
-            in_loop = in_loop or isinstance(node, LOOPS)
-            todo.extend((child, in_loop) for child in child_nodes(node))
+            node = todo.pop()
+            if isinstance(node, LOOPS):
+                found.update(n.func.attr for n in walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute))
+                continue
+            for name in STATEMENT_LISTS:
+                todo.extend(getattr(node, name, None) or ())
         return found
 
     return ctx.memo("called_in_loops", compute)
