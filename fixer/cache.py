@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from fixer import __version__, depends
 
@@ -40,6 +40,24 @@ _PACKAGES = ("fixer", "fixer/analysis", "codemods")  # graphfix's own code: a ch
 def cache_folder(flag: Optional[str], configured: Optional[str], project_root: str) -> str:
     chosen = flag or os.environ.get("GRAPHFIX_CACHE_DIR") or configured
     return os.path.abspath(chosen) if chosen else os.path.join(os.path.abspath(project_root), FOLDER)
+
+
+def folder_for(flag: Optional[str], fallback: Any) -> str:
+    """As ruff: the flag, GRAPHFIX_CACHE_DIR, the run's config (``fallback``, the settings of
+    files with no config above them), else at the project root (that config's folder, else the
+    current one)."""
+    root = os.path.dirname(os.path.abspath(fallback.config)) if fallback.config else os.getcwd()
+    return cache_folder(flag, fallback.settings.cache_dir, root)
+
+
+def open_run_cache(folder: str, warn: Callable[[str], None]) -> "Optional[RunCache]":
+    """The run's result cache in ``folder``, or None (with a warning) if it cannot be used: the
+    cache never fails a run."""
+    try:
+        return RunCache(folder)
+    except Exception as exc:
+        warn(f"graphfix: warning: result cache not used: {type(exc).__name__}: {exc}")
+        return None
 
 
 def code_key() -> list:

@@ -27,7 +27,7 @@ from fixer.config import ConfigError, find_pyproject, parse_size
 from fixer.diff import display_path, unified_diff
 from fixer.engine import FileResult, Options, process_source
 from fixer.output import FORMATS, render
-from fixer.registry import all_rules, by_code, explanation, select_rules, unknown_selectors
+from fixer.registry import all_rules, by_code, explanation, unknown_selectors
 from fixer.rule import rule_url
 from fixer.hierarchy import ConfigTree, Flags
 from fixer.interactive import Terminal, review_results, usage_problem
@@ -163,24 +163,15 @@ def _config_errors(tree: ConfigTree) -> bool:
 
 
 def _open_cache(flag: Optional[str], tree: ConfigTree):
-    """The run's result cache, or None if it cannot be used (the run goes on without it)."""
-    from fixer.cache import RunCache
+    from fixer.cache import open_run_cache  # a run with --no-cache never imports the cache
 
-    try:
-        return RunCache(_cache_folder(flag, tree))
-    except Exception as exc:  # the cache must never fail a run
-        _err(f"graphfix: warning: result cache not used: {type(exc).__name__}: {exc}")
-        return None
+    return open_run_cache(_cache_folder(flag, tree), _err)
 
 
 def _cache_folder(flag: Optional[str], tree: ConfigTree) -> str:
-    """As ruff: the flag, GRAPHFIX_CACHE_DIR, the run's config, else at the project root (the
-    folder of the run's config, else the current one)."""
-    from fixer.cache import cache_folder
+    from fixer.cache import folder_for
 
-    fallback = tree.fallback
-    root = os.path.dirname(os.path.abspath(fallback.config)) if fallback.config else os.getcwd()
-    return cache_folder(flag, fallback.settings.cache_dir, root)
+    return folder_for(flag, tree.fallback)
 
 
 def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, scheduler=None, cache=None) -> tuple[int, bool]:
