@@ -15,7 +15,7 @@ from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.analysis.project import STEP_CALL, imports_matching, set_root
-from fixer.fixcheck import Key, Matcher, line_starts, span
+from fixer.fixcheck import EditMap, Key, Matcher, line_starts, span
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
@@ -187,14 +187,7 @@ def _checked_pass(
 def _untouched(diagnostic: Diagnostic, new: str, fixes: list[Diagnostic]) -> bool:
     """The finding's text (in ``new``, the text after ``fixes``) neither lies in nor touches what
     their edits wrote: the fixes changed what is around it (made a band-aid needless), not it."""
-    start, end = span(diagnostic, line_starts(new))
-    shift = 0
-    for edit in sorted(edit for fix in fixes for edit in fix.fix.edits):
-        written = edit.start + shift
-        if start <= written + len(edit.text) and written <= end:
-            return False
-        shift += len(edit.text) - (edit.end - edit.start)
-    return True
+    return not EditMap(edit for fix in fixes for edit in fix.fix.edits).writes_into(*span(diagnostic, line_starts(new)))
 
 
 def _activate(text: str, options: Options, rules: list[type[Rule]], path: str) -> None:

@@ -44,6 +44,10 @@ class EditMap:
             shift += len(edit.text) - (edit.end - edit.start)
         self._new_starts = [start for start, _ in self._new]
 
+    def writes_into(self, start: int, end: int) -> bool:
+        """The range [start, end] of the text after the edits overlaps or touches what they wrote."""
+        return any(start <= new_end and new_start <= end for new_start, new_end in self._new)
+
     def back(self, offset: int) -> tuple[int, int]:
         """The range [lo, hi] of offsets before the edits that ``offset`` after them stands for."""
         index = bisect.bisect_right(self._new_starts, offset) - 1
