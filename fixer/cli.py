@@ -24,17 +24,18 @@ from fixer.batch.progress import Progress
 from fixer.batch.units import UnitError, repositories
 from fixer.batch.work import plan
 from fixer.config import ConfigError, find_pyproject, parse_size
-from fixer.diff import display_path, unified_diff
+from fixer.diff import display_path
 from fixer.engine import FileResult, Options, process_source
-from fixer.output import FORMATS, render
+from fixer.output import FORMATS
 from fixer.registry import all_rules, by_code, explanation, unknown_selectors
 from fixer.rule import rule_url
 from fixer.hierarchy import ConfigTree, Flags
 from fixer.interactive import Terminal, review_results, usage_problem
+from fixer import reporting
+from fixer.reporting import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err as _err
 from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
 EXIT_INTERRUPTED = 130  # --interactive stopped by Ctrl-C (the shell's code for SIGINT)
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
@@ -42,14 +43,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
 
 def _split(values: Optional[List[str]]) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
-
-
-_silent = False  # --silent: nothing on stderr
-
-
-def _err(message: str) -> None:
-    if not _silent:
-        typer.echo(message, err=True)
 
 
 def _size_limit(flag: str) -> int:
@@ -106,8 +99,7 @@ def check(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks for rule crashes."),
 ) -> None:
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
-    global _silent
-    _silent = silent
+    reporting.silent = silent
     if diff and fix:
         _usage("--diff and --fix cannot be combined")
     if interactive and (problem := usage_problem(fix, diff, "-" in (paths or []) or stdin_filename is not None, silent)):
@@ -205,12 +197,12 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
     unsafe = any(v.unsafe for v in work.variants)
     owners = {**work.problem_owners, **dict(zip(work.files, work.owners))}
     if statistics and not diff:
-        code = _statistics(results, fix)
+        code = reporting.statistics(results, fix)
     elif batch and fmt == "text" and not diff:
         found = print_grouped(repos, results, owners, "remaining" if fix else "diagnostics", unsafe, sys.stdout)
-        code = _finish(results, fix, diff, quiet, found, len(repos), unsafe)
+        code = reporting.finish(results, fix, diff, quiet, found, len(repos), unsafe)
     else:
-        code = _report(results, unsafe, diff, fix, fmt, quiet, len(repos) if repos is not None else None)
+        code = reporting.report(results, unsafe, diff, fix, fmt, quiet, len(repos) if repos is not None else None)
     failed = False
     if batch:
         if patch_dir:
@@ -253,103 +245,13 @@ def _run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, qui
     except Exception as exc:  # never lose the buffer to a bug of ours
         result = FileResult(name, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     if not fix:
-        return _report([result], options.unsafe, diff, fix, fmt, quiet)
+        return reporting.report([result], options.unsafe, diff, fix, fmt, quiet)
     sys.stdout.buffer.write(encode(source, result.fixed) if result.changed else data)
     sys.stdout.flush()
     if not quiet:
-        _print_diagnostics([result], "remaining", options.unsafe, fmt, sys.stderr)
-    _print_problems([result], quiet)
-    return _exit_code([result], len(result.remaining))
-
-
-def _print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: str, stream) -> int:
-    items = sorted(
-        ((r.path, d) for r in results for d in getattr(r, attr)),
-        key=lambda item: (display_path(item[0]), item[1].sort_key),
-    )
-    errors = [(r.path, e) for r in results for e in r.errors]
-    stream.write(render(fmt, items, unsafe, errors))
-    return len(items)
-
-
-def _report(results: list[FileResult], unsafe: bool, diff: bool, fix: bool, fmt: str, quiet: bool, repos: Optional[int] = None) -> int:
-    changed = [r for r in results if (r.written if fix else r.changed)]  # --fix counts only files written
-    if diff:
-        for result in sorted(changed, key=lambda r: display_path(r.path)):
-            if result.cells:  # a notebook: one diff per changed cell
-                for cell, before, after in result.cells:
-                    sys.stdout.write(unified_diff(result.path, before, after, cell))
-            else:
-                sys.stdout.write(unified_diff(result.path, result.original, result.fixed))
-        # findings whose fix is unsafe (or absent) show no diff but are still findings: a CI gate
-        # on `graphfix --diff` must not pass over them
-        found = len(changed) + sum(len(r.remaining) for r in results)
-    else:
-        found = _print_diagnostics(results, "remaining" if fix else "diagnostics", unsafe, fmt, sys.stdout)
-    return _finish(results, fix, diff, quiet, found, repos, unsafe)
-
-
-def _finish(results: list[FileResult], fix: bool, diff: bool, quiet: bool, found: int, repos: Optional[int], unsafe: bool = False) -> int:
-    """Flush the report, name the problems, print the summary; the exit code."""
-    sys.stdout.flush()
-    _print_problems(results, quiet)
-    if not quiet:
-        changed = [r for r in results if (r.written if fix else r.changed)]
-        errors = sum(len(r.errors) for r in results)
-        where = f" in {repos} repositories" if repos is not None else ""
-        _err(_summary(results, changed, unsafe, diff, fix, errors).replace(" file(s) scanned", f" file(s) scanned{where}", 1))
-    return _exit_code(results, found)
-
-
-def _print_problems(results: list[FileResult], quiet: bool) -> None:
-    """Refused fixes (their findings remain: exit 1) and files that could not be checked (always),
-    then malformed suppressions (unless quiet), one line each on stderr."""
-    for result in results:
-        for refusal in result.refused:
-            _err(f"{display_path(result.path)}: warning: {refusal}")
-    for result in results:
-        for error in result.errors:
-            _err(f"{display_path(result.path)}: error: {error}")
-    if not quiet:
-        for result in results:
-            for line, col, message in result.warnings:
-                _err(f"{display_path(result.path)}:{line}:{col}: warning: {message}")
-
-
-def _exit_code(results: list[FileResult], found: int) -> int:
-    if any(r.internal for r in results):
-        return EXIT_ERROR
-    if any(r.errors for r in results):
-        return EXIT_FILE_ERROR
-    return EXIT_FINDINGS if found else EXIT_CLEAN
-
-
-def _statistics(results: list[FileResult], fix: bool) -> int:
-    """``count  code  name`` per rule, most frequent first (for migrating many repositories)."""
-    counts: dict[tuple[str, str], int] = {}
-    for result in results:
-        for d in result.remaining if fix else result.diagnostics:
-            counts[(d.code, d.name)] = counts.get((d.code, d.name), 0) + 1
-    for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        typer.echo(f"{count:>6}  {code}  {name}")
-    _print_problems(results, quiet=False)
-    return _exit_code(results, len(counts))
-
-
-def _summary(results: list[FileResult], changed: list[FileResult], unsafe_on: bool, diff: bool, fix: bool, errors: int) -> str:
-    checked = sum(r.parsed for r in results)
-    found = [d for r in results for d in r.diagnostics]
-    tail = f"; {errors} error(s)" if errors else ""
-    if fix or diff:
-        verb = "fixed" if fix else "would fix"
-        remaining = sum(len(r.remaining) for r in results)
-        refused = sum(len(r.refused) for r in results)
-        kept = f" ({refused} fix(es) refused)" if refused else ""
-        return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining{kept}; {len(results)} file(s) scanned, {checked} analysed{tail}"
-    safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
-    unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
-    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not unsafe_on else "") + ")" if safe or unsafe else ""
-    return f"graphfix: {len(found)} finding(s){hint}; {len(results)} file(s) scanned, {checked} analysed{tail}"
+        reporting.print_diagnostics([result], "remaining", options.unsafe, fmt, sys.stderr)
+    reporting.print_problems([result], quiet)
+    return reporting.exit_code([result], len(result.remaining))
 
 
 @app.command("rules")
