@@ -49,6 +49,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.protocol import (
     Event,
     attached_start,
@@ -103,8 +104,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             if zero.kind != "zero_grad" or not zero.direct or zero.conditional or zero.call.args or _keyword_other_than_set_to_none(zero.call):
                 continue
             later = [e for e in events if e.index > zero.index]
-            if not any(e.kind == "step" and _accumulation_guard(block[e.index], e.call) for e in later):
-                continue  # cheap structural gate before any ownership analysis
+            if not any(e.kind == "step" and _accumulation_guard(block[e.index], e.call) and not is_pass_filter(ctx, block[e.index]) for e in later):
+                continue  # cheap structural gate before any ownership analysis; a shared guard runs on every selected pass
             if not any(e.kind == "backward" and not e.conditional and _fills_grads_now(e) for e in later):
                 continue
             if any(e.kind == "backward" and any(k.arg == "retain_graph" for k in e.call.keywords) for e in later):

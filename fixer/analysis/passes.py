@@ -9,7 +9,15 @@ question about "each iteration" asks about the guard's body (``pass_body``), and
 not make what is inside it conditional (``is_pass_filter``).
 
 A test that selects at most one pass (``i == 0``, ``epoch == last``: an equality on a name the
-loop binds) is not a filter: its body runs once, not every iteration."""
+loop binds) is not a filter: its body runs once, not every iteration. A periodic test
+(``(i + 1) % k == 0``) selects many.
+
+Shared guards: several ``if`` statements of one pass with the same test (``if step % k == 0:``
+around the backward, again around the step) run together or not at all when nothing in the loop
+can change what the test reads (only names and constants, none bound or handed to a call in the
+loop). On the passes the test selects they run as if unguarded, and the passes it skips run none
+of them: each is a filter of the selected passes too (``is_pass_filter``), though the pass's other
+statements run on every pass."""
 
 from __future__ import annotations
 
@@ -26,7 +34,80 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
     """``node`` is a filter ``if`` of a loop (``child``, if given, is in its body, not its test)."""
     if not isinstance(node, ast.If) or child is not None and not any(child is s for s in node.body):
         return False
-    return _filtered_loop(ctx, node) is not None
+    return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node)
+
+
+def _shared_guard(ctx: FileContext, node: ast.If) -> bool:
+    """``node`` is one of several guards with the same stable, many-pass test in a pass's body."""
+    block = ctx.parent(node)
+    block = getattr(block, "body", None) if block is not None else None
+    loop = loop_of_pass(ctx, block) if block else None
+    return loop is not None and any(node is g for g in shared_guards(loop, block, _declared_global(ctx)))
+
+
+def _declared_global(ctx: FileContext) -> frozenset[str]:
+    """Names some function of the file may rebind (``global x``, ``nonlocal x``)."""
+    return ctx.memo("declared_global", lambda: frozenset(n for node in walk(ctx.tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names))
+
+
+def shared_guards(loop: ast.AST, block: list[ast.stmt], rebindable: frozenset[str] = frozenset()) -> list[ast.If]:
+    """The guards of ``block`` (a pass of ``loop``) that share their test with another (kept on
+    the loop); ``rebindable``: names a called function may rebind."""
+    found = getattr(loop, "_graphfix_shared_guards", None)
+    if found is None:
+        groups: dict[str, list[ast.If]] = {}
+        for stmt in block:
+            if isinstance(stmt, ast.If) and not stmt.orelse and _filters(loop, stmt) and _stable(loop, stmt.test, rebindable):
+                groups.setdefault(ast.dump(stmt.test, annotate_fields=False), []).append(stmt)
+        found = [g for group in groups.values() if len(group) > 1 for g in group]
+        loop._graphfix_shared_guards = found
+    return found
+
+
+_PURE = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare)
+
+
+def _stable(loop: ast.AST, test: ast.expr, rebindable: frozenset[str]) -> bool:
+    """``test`` reads only names and constants that nothing in the loop's body binds or deletes,
+    nor calls a method of or hands to a call (which may mutate the object), unless the test only
+    asks for its identity (``x is not None``): it has one value per pass."""
+    if not all(isinstance(n, _PURE) for n in walk(test)):
+        return False
+    names = {n.id for n in walk(test) if isinstance(n, ast.Name)}
+    if names & rebindable:
+        return False
+    mutable = names - _identity_only(test)
+    for node in (n for stmt in loop.body for n in walk(stmt)):
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node) in names:
+            return False
+        if isinstance(node, ast.Call) and any(_root(part) in mutable for part in [node.func, *node.args, *(k.value for k in node.keywords)]):
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+    return True
+
+
+def _identity_only(test: ast.expr) -> set[str]:
+    """Names ``test`` reads only as an operand of ``is`` / ``is not`` with a constant."""
+    identity, elsewhere = set(), set()
+    for node in walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            pair = [node.left, node.comparators[0]]
+            if any(isinstance(o, ast.Constant) for o in pair):
+                identity |= {o.id for o in pair if isinstance(o, ast.Name)}
+    for node in walk(test):
+        if isinstance(node, ast.Name) and not _identity_operand(test, node):
+            elsewhere.add(node.id)
+    return identity - elsewhere
+
+
+def _identity_operand(test: ast.expr, name: ast.Name) -> bool:
+    return any(
+        isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+        and any(o is name for o in (node.left, node.comparators[0]))
+        and any(isinstance(o, ast.Constant) for o in (node.left, node.comparators[0]))
+        for node in walk(test)
+    )
 
 
 def loop_of_pass(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
@@ -85,11 +166,17 @@ def filters(loop: ast.AST) -> list[ast.If]:
     found = getattr(loop, "_graphfix_filters", None)
     if found is None:
         found, body = [], loop.body
-        while guard := next((s for s in body if _filters(loop, s) and _inert([o for o in body if o is not s], s)), None):
+        while guard := next((s for s in body if _filters(loop, s) and not _repeated_test(s, body) and _inert([o for o in body if o is not s], s)), None):
             found.append(guard)
             body = guard.body
         loop._graphfix_filters = found
     return found
+
+
+def _repeated_test(guard: ast.If, body: list[ast.stmt]) -> bool:
+    """Another ``if`` of ``body`` has the same test: ``guard`` is one of several, not the pass."""
+    test = ast.dump(guard.test, annotate_fields=False)
+    return any(s is not guard and isinstance(s, ast.If) and ast.dump(s.test, annotate_fields=False) == test for s in body)
 
 
 def pass_body(loop: ast.AST) -> list[ast.stmt]:
@@ -100,11 +187,23 @@ def pass_body(loop: ast.AST) -> list[ast.stmt]:
 
 
 def _filters(loop: ast.AST, stmt: ast.stmt) -> bool:
+    """An ``if`` without ``else`` whose test may select many passes: not an equality that pins a
+    name the loop binds (``i == 0``), though a periodic one may (``i % k == 0``)."""
     if not isinstance(stmt, ast.If) or stmt.orelse:
         return False
     bound = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
     return not any(
         isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.Is)) for op in node.ops)
-        and any(isinstance(n, ast.Name) and n.id in bound for n in walk(node))
+        and any(_pins(operand, bound) for operand in [node.left, *node.comparators])
         for node in walk(stmt.test)
     )
+
+
+def _pins(operand: ast.expr, bound: set[str]) -> bool:
+    """An equality on ``operand`` may hold on at most one pass: it reads a bound name, unless only
+    through a periodic operation (``%``, ``//``, ``&``) with no call (which may be anything)."""
+    nodes = list(walk(operand))
+    if not any(isinstance(n, ast.Name) and n.id in bound for n in nodes):
+        return False
+    periodic = any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv, ast.BitAnd)) for n in nodes)
+    return not periodic or any(isinstance(n, ast.Call) for n in nodes)

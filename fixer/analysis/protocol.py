@@ -70,11 +70,19 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
             child = parent
         if holder is None:
             continue
-        direct = via is None and isinstance(holder, ast.Expr) and holder.value is node
+        direct = via is None and _alone_in(ctx, holder, node)
         event = Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling, via)
         events.append(event)
         order[id(event)] = i
     return sorted(events, key=lambda e: (e.index, e.site.lineno, e.site.col_offset, order[id(e)]))
+
+
+def _alone_in(ctx: FileContext, holder: ast.stmt, call: ast.Call) -> bool:
+    """``holder`` is the call's own statement, or a shared guard holding only it (``if c: opt.step()``,
+    which moves as a whole with its guard)."""
+    while isinstance(holder, ast.If) and len(holder.body) == 1 and is_pass_filter(ctx, holder, holder.body[0]):
+        holder = holder.body[0]
+    return isinstance(holder, ast.Expr) and holder.value is call
 
 
 def _runs_conditionally(parent: ast.AST, child: Optional[ast.AST]) -> bool:
