@@ -64,8 +64,10 @@ from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.carried_flow import position
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Diagnostic, Edit, Rule
@@ -227,7 +229,10 @@ def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
     name = dotted(container)
     defs = graph.assignments.get(name, []) if graph and name else []
     judge = _meter_values if isinstance(receiver, ast.Subscript) else _is_meter_call
-    verdicts = [judge(graph.ctx, v) for _, v in defs] if graph else []
+    values = [v for _, v in defs]
+    if graph and not defs and name and graph.scope is not None:  # a parameter: what the callers pass
+        values = argument_values(graph.ctx, graph.scope, name) or []
+    verdicts = [judge(graph.ctx, v) for v in values] if graph else []
     if verdicts and None not in verdicts:
         return all(verdicts)
     if any(verdict is False for verdict in verdicts):
@@ -291,6 +296,10 @@ def _outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt:
     head = accumulator.split(".")[0]
     if scope.self_name and head == scope.self_name and "." in accumulator:
         return not any((s.lineno, s.col_offset) < (stmt.lineno, stmt.col_offset) for s in own)
+    if "." not in accumulator and not any(position(s) < position(stmt) for s in own):
+        if isinstance(stmt, ast.Expr) or isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
+            return persistent_argument(ctx, scope, accumulator)  # losses.append(loss) on the caller's list, the same each call
+        return threaded_parameter(ctx, scope, accumulator)  # total, loss = step(x, total) in a loop
     return False
 
 

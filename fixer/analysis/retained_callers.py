@@ -39,12 +39,12 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
         return None
     if not re.search(r"\b%s\b" % re.escape(node.name), ctx.source[: ctx.offset(node.lineno, 0)] + _after(ctx, node)):
         return None  # not mentioned outside its own definition: no caller in this file
-    position = _position(scope, name)
+    position = parameter_position(scope, name)
     if position is None:
         return None
     kinds = []
-    for caller, call in _call_sites(ctx, scope):
-        argument = _argument(call, name, position) if call is not None else _STARRED
+    for caller, call in call_sites(ctx, scope):
+        argument = argument_of(call, name, position) if call is not None else _STARRED
         if argument is _STARRED and call is not None:
             spread = _spread_kinds(ctx, caller, call)
             if spread is not None and not any(k.arg is None for k in call.keywords) and 0 <= position < len(spread):
@@ -67,7 +67,7 @@ def _after(ctx: FileContext, node: ast.AST) -> str:
     return ctx.source[ctx.offset(node.end_lineno, node.end_col_offset):]
 
 
-def _position(scope: Scope, name: str) -> Optional[int]:
+def parameter_position(scope: Scope, name: str) -> Optional[int]:
     """Index of ``name`` among the positional arguments a caller writes (``self`` excluded); -1 for
     keyword-only parameters; None for ``*args``/``**kwargs`` or an unknown name."""
     args = scope.node.args
@@ -81,7 +81,7 @@ def _position(scope: Scope, name: str) -> Optional[int]:
     return None
 
 
-def _argument(call: ast.Call, name: str, position: int):
+def argument_of(call: ast.Call, name: str, position: int):
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return _STARRED
     for keyword in call.keywords:
@@ -117,7 +117,7 @@ def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[l
     return kinds
 
 
-def _call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional[ast.Call]]]:
+def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional[ast.Call]]]:
     """(caller scope, call) for each use of the function's name; call None for a use that is not a call."""
     function = scope.node.name
     cls = scope.class_node

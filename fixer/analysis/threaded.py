@@ -1,0 +1,132 @@
+"""A parameter threaded through a loop: ``total, loss = step(x, total)`` in a loop.
+
+A function that takes a running value, updates it and hands it back (``def step(x, total): ...
+total += loss; return total, loss``) keeps that value alive across the caller's iterations when
+a call in a loop binds the returned value back to the very name it passed in. Inside the
+function the parameter then behaves as a value that outlives the iteration: whatever the
+function adds to it stays reachable in the next call.
+
+``threaded_parameter(ctx, scope, name)`` is True when the function of ``scope`` returns
+``name`` (whole, or at one fixed position of every returned tuple), is used in this file only by
+calls, and at least one call in a loop passes a name for that parameter and binds the returned
+value to the same name, which the loop does not bind otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.graph import facts
+from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
+from fixer.context import FileContext
+from fixer.nodes import walk
+
+WHOLE = -1  # ``return total``: the returned value itself
+
+
+def threaded_parameter(ctx: FileContext, scope: Scope, name: str) -> bool:
+    return ctx.memo(("threaded", id(scope.node), name), lambda: _threaded(ctx, scope, name))
+
+
+def _threaded(ctx: FileContext, scope: Scope, name: str) -> bool:
+    if not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or scope.node.decorator_list:
+        return False
+    position = parameter_position(scope, name)
+    slot = _returned_slot(scope, name)
+    if position is None or slot is None:
+        return False
+    threaded = False
+    for caller, call in call_sites(ctx, scope):
+        if call is None:
+            return False  # passed around as a value: other callers are unknown
+        argument = argument_of(call, name, position)
+        if isinstance(argument, ast.Name) and _binds_back(ctx, caller, call, argument.id, slot):
+            threaded = True
+    return threaded
+
+
+def persistent_argument(ctx: FileContext, scope: Scope, name: str) -> bool:
+    return ctx.memo(("persistent", id(scope.node), name), lambda: _persistent(ctx, scope, name))
+
+
+def _persistent(ctx: FileContext, scope: Scope, name: str) -> bool:
+    if not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or scope.node.decorator_list:
+        return False
+    position = parameter_position(scope, name)
+    if position is None or any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) for n in scope_nodes(scope)):
+        return False  # rebound inside the function: later changes are not the caller's object
+    persistent = False
+    for caller, call in call_sites(ctx, scope):
+        if call is None:
+            return False
+        argument = argument_of(call, name, position)
+        if isinstance(argument, ast.Name) and _kept_by_loop(ctx, caller, ctx.statement_of(call), argument.id):
+            persistent = True
+    return persistent
+
+
+def _kept_by_loop(ctx: FileContext, caller: Scope, stmt: ast.stmt, name: str, allowed: Optional[ast.AST] = None) -> bool:
+    """``stmt`` is in a loop of ``caller`` whose innermost loop binds ``name`` only in ``allowed``."""
+    loops = enclosing_loops(ctx, stmt, caller)
+    if not loops:
+        return False
+    inside_allowed = {id(t) for t in walk(allowed)} if allowed is not None else set()
+    return not any(
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)) and id(node) not in inside_allowed
+        for node in walk(loops[0])
+    )
+
+
+def argument_values(ctx: FileContext, scope: Scope, name: str) -> Optional[list[ast.expr]]:
+    """What this file's calls bind the parameter to: the argument, or for a name the values the
+    caller assigns it (``losses = AverageMeter()``). None when some call or value is unknown."""
+    position = parameter_position(scope, name)
+    if position is None or not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    values: list[ast.expr] = []
+    for caller, call in call_sites(ctx, scope):
+        argument = argument_of(call, name, position) if call is not None else None
+        if argument is None or isinstance(argument, ast.Starred):
+            return None
+        if isinstance(argument, ast.Name):
+            assigned = facts(ctx, caller).assignments.get(argument.id)
+            if not assigned or any(v is None for _, v in assigned):
+                return None
+            values += [v for _, v in assigned]
+        else:
+            values.append(argument)
+    return values or None
+
+
+def _returned_slot(scope: Scope, name: str) -> Optional[int]:
+    """Where every ``return`` hands ``name`` back: WHOLE, a tuple position, or None."""
+    slots = set()
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Return):
+            value = node.value
+            if isinstance(value, ast.Name) and value.id == name:
+                slots.add(WHOLE)
+            elif isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+                found = [i for i, e in enumerate(value.elts) if isinstance(e, ast.Name) and e.id == name]
+                slots.add(found[0] if len(found) == 1 else None)
+            else:
+                return None
+    return slots.pop() if len(slots) == 1 and None not in slots else None
+
+
+def _binds_back(ctx: FileContext, caller: Scope, call: ast.Call, name: str, slot: int) -> bool:
+    """``name = f(..., name)`` or ``..., name, ... = f(...)`` in a loop of ``caller`` that binds
+    ``name`` nowhere else."""
+    stmt = ctx.parents.get(call)
+    if not isinstance(stmt, ast.Assign) or stmt.value is not call or len(stmt.targets) != 1:
+        return False
+    target = stmt.targets[0]
+    if slot != WHOLE:
+        if not isinstance(target, ast.Tuple) or slot >= len(target.elts) or any(isinstance(e, ast.Starred) for e in target.elts):
+            return False
+        target = target.elts[slot]
+    if not (isinstance(target, ast.Name) and target.id == name):
+        return False
+    return _kept_by_loop(ctx, caller, stmt, name, stmt.targets[0])
