@@ -7,6 +7,9 @@ autograd graph: recurrent state (`out, hidden = rnn(x, hidden)`, an LSTM's `(h, 
 the carried value feeds the next iteration's loss. The backward may run in a step function the
 loop calls (`loss, hidden = train_step(x, hidden)`, of this file or another project file) when
 that function backpropagates on every call and its loss is built from the argument it is given.
+The step function itself is one iteration when it backpropagates once per call and the loop
+hands it back what it returned (`previous, value = step(x, previous)` with `return prediction,
+...`) or the same list or buffer on every call (`step(batch, memory)` appending to `memory`).
 
 ## Why is this bad?
 The first `backward()` frees the graph behind the carried tensor. The next iteration builds on

@@ -333,13 +333,14 @@ def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumul
 
 
 def _derived(graph: GraphFacts, accumulator: str) -> set[str]:
-    """The total and every name computed from it."""
+    """The total and every name computed from it (``for old in memory`` takes its elements)."""
     derived = {accumulator}
     changed = True
     while changed:
         changed = False
         for name, defs in graph.assignments.items():
-            if name not in derived and any(value is not None and _names_in(value) & derived for _, value in defs):
+            sources = [stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) and value is None else value for stmt, value in defs]
+            if name not in derived and any(source is not None and _names_in(source) & derived for source in sources):
                 derived.add(name)
                 changed = True
     return derived

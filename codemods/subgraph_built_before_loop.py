@@ -16,7 +16,10 @@ output built before it is left to GF103 (the fix there is `fake.detach()`, not a
 The loop's backward may run in a step function it calls (`loss = train_step(y)`, a function of
 this file or of another project file that backpropagates on every call). A graph built once in
 `__init__` (`self.gram = self.factor @ self.factor.t()`) and backpropagated through by a method
-that this file calls in a loop fails the same way on the method's second call.
+that this file calls in a loop fails the same way on the method's second call, and so does a
+graph built once by the module or a function and given to the constructor of an object that
+keeps it (`Trainer(data)` storing `self.data = data`), wherever that one construction sits (in an
+epoch loop, every object gets the same graph).
 
 ## Example
 ```python
@@ -197,21 +200,44 @@ class SubgraphBuiltBeforeLoop(Rule):
 
 def _recompute_given(ctx: FileContext, scope: Scope, name: str, stmt: ast.Assign) -> list[Edit]:
     """``self.y = t @ a`` at the start of the method when the module-level value reads only names
-    the module binds once at its top level (or imports) and the method does not bind."""
-    module = facts(ctx, scopes(ctx)[0])
+    the module binds once at its top level (or imports) and the method does not bind. A name
+    that is itself a graph built at the top level (``output = model(x)`` behind
+    ``loss = criterion(output, y)``) is recomputed first, as a local of the method."""
     own = {n.id for n in scope_nodes(scope) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     args = scope.node.args
     own |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}
-    if not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
+    lines = _recomputed_chain(ctx, stmt, own, set()) if ctx.parent(stmt) is ctx.tree else None
+    if lines is None:
         return []
+    return _at_method_start(ctx, scope, lines + [f"{name} = {ctx.text(stmt.value)}"])
+
+
+def _recomputed_chain(ctx: FileContext, stmt: ast.Assign, own: set[str], seen: set[str]) -> Optional[list[str]]:
+    """The local assignments that rebuild the top-level graphs ``stmt``'s value reads, in order;
+    None when a name it reads is not bound once at the top level (or imported)."""
+    module = facts(ctx, scopes(ctx)[0])
+    if not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
+        return None
+    lines: list[str] = []
     for node in walk(stmt.value):
         if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
-            return []
-        if isinstance(node, ast.Name) and node.id not in imported_names(ctx):
-            defs = module.assignments.get(node.id, [])
-            if node.id in own or len(defs) != 1 or ctx.parent(defs[0][0]) is not ctx.tree:
-                return []
-    return _at_method_start(ctx, scope, f"{name} = {ctx.text(stmt.value)}")
+            return None
+        if not isinstance(node, ast.Name) or node.id in imported_names(ctx):
+            continue
+        defs = module.assignments.get(node.id, [])
+        if node.id in own or len(defs) != 1 or ctx.parent(defs[0][0]) is not ctx.tree:
+            return None
+        source, value = defs[0]
+        if node.id in seen or value is None or module.kind(value, source) != Kind.GRAPH:
+            continue
+        if not (isinstance(source, ast.Assign) and len(source.targets) == 1 and isinstance(source.targets[0], ast.Name)):
+            return None
+        seen.add(node.id)
+        inner = _recomputed_chain(ctx, source, own, seen)
+        if inner is None:
+            return None
+        lines += inner + [f"{node.id} = {ctx.text(value)}"]
+    return lines
 
 
 def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> list[Edit]:
@@ -230,14 +256,16 @@ def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> li
     return _at_method_start(ctx, scope, ctx.text(stmt))
 
 
-def _at_method_start(ctx: FileContext, scope: Scope, line: str) -> list[Edit]:
-    """Insert ``line`` before the method's first statement (after its docstring)."""
+def _at_method_start(ctx: FileContext, scope: Scope, lines) -> list[Edit]:
+    """Insert ``lines`` (one line or a list) before the method's first statement (after its docstring)."""
     body = scope.node.body
     first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
     if not ctx.is_own_line(first):
         return []
     start = ctx.line_start(first.lineno)
-    return [Edit(start, start, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]
+    indent = ctx.indent_of(first.lineno)
+    text = "".join(f"{indent}{line}{ctx.newline}" for line in ([lines] if isinstance(lines, str) else lines))
+    return [Edit(start, start, text)]
 
 
 def _saving_from_trainable(scope: Scope, stmt: ast.Assign) -> bool:

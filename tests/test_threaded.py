@@ -96,3 +96,18 @@ def test_a_function_passed_as_a_value_has_unknown_callers() -> None:
 def test_argument_values_are_what_the_callers_assign() -> None:
     ctx, scope = function(PERSISTENT.format(body="pass", setup="losses = Meter()", loop="pass"))
     assert [ctx.text(v) for v in argument_values(ctx, scope, "losses")] == ["Meter()"]
+
+
+def test_the_module_scope_has_no_arguments() -> None:
+    """A meter updated at a notebook's top level: the module is no function, so no caller binds it."""
+    ctx = FileContext("t.py", "meter = Meter()\nfor x in data:\n    meter.update(x)\n")
+    assert argument_values(ctx, scopes(ctx)[0], "meter") is None
+
+
+def test_a_module_level_meter_update_is_checked_without_error() -> None:
+    from fixer.engine import Options, process_source
+    from fixer.registry import all_rules
+
+    source = "import torch\nmeter = Meter()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    meter.update(loss)\n"
+    result = process_source("t.py", source.encode(), Options(rules=tuple(all_rules())))
+    assert result.errors == []

@@ -30,6 +30,8 @@ from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
+from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
+from fixer.analysis.threaded import persistent_argument, returned_into
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
@@ -77,7 +79,7 @@ def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
         if loops:
             if _backprops_every_pass(ctx, stmt, loops[0], calls):
                 found.setdefault(id(loops[0]), Iteration(loops[0], call, False))
-        elif scope.self_name and always_runs(ctx, stmt, scope.node):
+        elif (scope.self_name or carrying_parameters(ctx, scope)) and always_runs(ctx, stmt, scope.node):
             found.setdefault(id(scope.node), Iteration(scope.node, call, True))
     for call in training_calls(ctx, scope):  # a loop whose every pass calls a step function
         stmt = ctx.statement_of(call.node)
@@ -85,6 +87,33 @@ def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
         if loops and id(loops[0]) not in found and _backprops_every_pass(ctx, stmt, loops[0], calls):
             found[id(loops[0])] = Iteration(loops[0], call, False)
     return list(found.values())
+
+
+def carrying_parameters(ctx: FileContext, scope: Scope) -> frozenset[str]:
+    """Parameters of a plain function that outlive its call: a running value the caller's loop
+    binds back (``total = step(x, total)``), or a container or buffer the loop hands to every call.
+    Such a function, backpropagating once per call, is one iteration of its caller's loop."""
+    node = scope.node
+    if scope.self_name or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return frozenset()
+
+    def compute() -> frozenset[str]:
+        names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        return frozenset(n for n in names if returned_into(ctx, scope, n) or persistent_argument(ctx, scope, n))
+
+    return ctx.memo(("carrying_parameters", id(node)), compute)
+
+
+def _carried_by_caller(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """The caller's loop already carries what it passes for the parameter ``name`` (its step call
+    backpropagates it): that finding, with its cut in the loop, stands for this one."""
+    position = parameter_position(scope, name)
+    for caller, call in call_sites(ctx, scope):
+        argument = argument_of(call, name, position) if call is not None and position is not None else None
+        if caller is not scope and isinstance(argument, ast.Name):
+            if any(v.name == argument.id for v in carried_values(ctx, caller)):
+                return True
+    return False
 
 
 def _backprops_every_pass(ctx: FileContext, stmt: ast.stmt, loop: ast.AST, calls: list[BackwardCall]) -> bool:
@@ -118,8 +147,9 @@ def carried_values(ctx: FileContext, scope: Scope) -> list[CarriedValue]:
 
 def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
     its = iterations(ctx, scope)
-    if not its:
+    if not scope.self_name and all(it.per_call for it in its):
         yield from _object_buffers(ctx, scope)
+    if not its:
         return
     graph = facts(ctx, scope)
     nodes = scope_nodes(scope)
@@ -128,14 +158,18 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
         backward_stmt = ctx.statement_of(it.backward.node)
         feeding = Feeding(ctx, it.body, it.backward.target, backward_stmt)
         for name, defs in sorted(_stored_names(ctx, graph, it).items()):
+            if it.per_call and not scope.self_name and _carried_by_caller(ctx, scope, name):
+                continue
             found = _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs)
             if found:
                 yield found
         for name, stores in sorted(_container_stores(ctx, graph, body_nodes).items()):
+            if it.per_call and not scope.self_name and (name not in carrying_parameters(ctx, scope) or _carried_by_caller(ctx, scope, name)):
+                continue
             found = _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
             if found:
                 yield found
-        if it.per_call:
+        if it.per_call and scope.self_name:
             own = _container_stores(ctx, graph, body_nodes)
             wanted = {n.split(".", 1)[1] for n in feeding.live if n.startswith(f"{scope.self_name}.") and n.count(".") == 1 and n not in own}
             for name, stores in sorted(_method_stores(ctx, scope, wanted).items()):
@@ -253,7 +287,19 @@ def _in_header(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
 
 
 def _stored_names(ctx: FileContext, graph: GraphFacts, it: Iteration) -> dict[str, list[tuple[ast.AST, Optional[ast.expr]]]]:
-    prefix = f"{graph.scope.self_name}." if it.per_call else ""
+    """Names the pass assigns that outlive it: any name of a loop, ``self`` attributes of a
+    method; for a function, the parameters its caller's loop hands back to the next call, with
+    what the function returns into them."""
+    scope = graph.scope
+    if it.per_call and not scope.self_name:
+        stored = {}
+        for name in sorted(carrying_parameters(ctx, scope)):
+            returned = [(r, v) for r, v in returned_into(ctx, scope, name) or [] if not (isinstance(v, ast.Name) and v.id == name)]
+            defs = graph.assignments.get(name, []) + returned
+            if defs:
+                stored[name] = defs
+        return stored
+    prefix = f"{scope.self_name}." if it.per_call else ""
     stored = {}
     for name, defs in graph.assignments.items():
         if not name.startswith(prefix) or name.count(".") > 1:

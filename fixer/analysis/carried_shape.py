@@ -43,15 +43,11 @@ def class_init_values(ctx: FileContext, scope: Scope, method: str) -> dict[str, 
 
 def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iteration", name: str) -> tuple[Optional[ast.expr], bool]:
     """(value before the first pass, whether the name surely exists then). A parameter exists
-    with an unknown value (None, True)."""
-    before = [
-        (s, v)
-        for s, v in graph.assignments.get(name, [])
-        if not inside(ctx, s, it.node) and s is not it.node and end_position(s) <= position(it.node)
-    ]
-    if before:
-        stmt, value = sorted(before, key=lambda d: position(d[0]))[-1]
-        return value, _block_encloses(ctx, stmt, it.node)
+    with an unknown value (None, True), or with what the caller's loop starts it as when the
+    function is the caller's iteration (``total = 0`` before ``for ...: total = step(x, total)``)."""
+    found = _value_before(ctx, graph, it.node, name)
+    if found is not None:
+        return found
     if scope.self_name and name.startswith(f"{scope.self_name}."):
         value = class_init_values(ctx, scope, "__init__").get(name)
         constructed = construction_argument(ctx, scope.class_node, name.split(".", 1)[1], for_life=False) if value is not None else None
@@ -63,8 +59,41 @@ def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iterat
         return constructed or value, value is not None  # Trainer(hidden=None): what __init__ was given
     node = scope.node
     if not isinstance(node, ast.Module) and name in {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}:
-        return None, True
+        return (initial_argument(ctx, scope, name) if it.node is node else None), True
     return None, False
+
+
+def _value_before(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name: str) -> Optional[tuple[Optional[ast.expr], bool]]:
+    """The last assignment of ``name`` before ``loop`` (value, whether it surely runs), if any."""
+    before = [
+        (s, v)
+        for s, v in graph.assignments.get(name, [])
+        if not inside(ctx, s, loop) and s is not loop and end_position(s) <= position(loop)
+    ]
+    if not before:
+        return None
+    stmt, value = sorted(before, key=lambda d: position(d[0]))[-1]
+    return value, _block_encloses(ctx, stmt, loop)
+
+
+def initial_argument(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.expr]:
+    """What the parameter ``name`` is on the first call: the value the one caller's loop starts
+    the argument it passes as (``total = 0`` before ``for ...: total = step(x, total)``)."""
+    from fixer.analysis.graph import facts
+    from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
+    from fixer.analysis.scopes import enclosing_loops
+
+    position_ = parameter_position(scope, name)
+    sites = list(call_sites(ctx, scope)) if position_ is not None else []
+    if len(sites) != 1 or sites[0][1] is None:
+        return None
+    caller, call = sites[0]
+    argument = argument_of(call, name, position_)
+    loops = enclosing_loops(ctx, ctx.statement_of(call), caller)
+    if not isinstance(argument, ast.Name) or not loops:
+        return None
+    found = _value_before(ctx, facts(ctx, caller), loops[0], argument.id)
+    return found[0] if found is not None and found[1] else None
 
 
 def _block_encloses(ctx: FileContext, stmt: ast.AST, loop: ast.AST) -> bool:

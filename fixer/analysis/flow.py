@@ -15,7 +15,7 @@ from typing import Iterator, Optional
 from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.project import imported_function
-from fixer.analysis.scopes import NESTED, Scope, scopes, under_no_grad
+from fixer.analysis.scopes import NESTED, Scope, is_self_attribute, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -47,7 +47,7 @@ def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Itera
             callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]
             stack.extend(reversed([*callee, *_flowing_arguments(ctx, node)]))
             continue
-        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES:
+        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES and not is_self_attribute(ctx, node):
             continue
         if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
             if names:

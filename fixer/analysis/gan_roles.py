@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PARAMETER, GraphFacts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import under_no_grad
+from fixer.analysis.scopes import is_self_attribute, under_no_grad
 from fixer.analysis.shared_graph import ZERO_GRADIENT_METHODS, reaching
 from fixer.context import FileContext
 
@@ -36,7 +36,7 @@ def producers(ctx: FileContext, graph: GraphFacts, expr: Optional[ast.expr], at:
     if isinstance(expr, ast.Call):
         return _call_producers(ctx, graph, expr, at, depth)
     if isinstance(expr, (ast.Name, ast.Attribute)):
-        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES:
+        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES and not is_self_attribute(ctx, expr):
             return frozenset()
         name = dotted(expr)
         if name is None:

@@ -19,7 +19,7 @@ from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -207,7 +207,7 @@ class GraphFacts:
         return None
 
     def _kind_of_name(self, expr: ast.expr, at: ast.AST, seen: set) -> Kind:
-        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES:
+        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES and not is_self_attribute(self.ctx, expr):
             return Kind.NONE
         name = dotted(expr)
         if name is None:  # attribute of a call result etc.

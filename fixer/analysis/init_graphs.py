@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_flow import always_runs
@@ -20,7 +20,7 @@ from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import LOOPS, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import LOOPS, NESTED, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -56,31 +56,40 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
 
 
 def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Assign], bool]) -> list[InitGraph]:
-    """The same for a graph built at the module's level and given to the class's one construction,
-    which keeps it for life (``y = t @ a``; ``Trainer(y)`` storing ``self.y = y``): (attribute,
-    the module-level assignment, backward calls)."""
+    """The same for a graph built at the top level of the module or a function and given to the
+    class's one construction there, which keeps it for life (``y = t @ a``; ``Trainer(y)`` storing
+    ``self.y = y``): (attribute, the assignment, backward calls)."""
     if not scope.self_name or getattr(scope.node, "name", "") == "__init__":
         return []
     fields = {f: n for f, n in held_for_life(ctx).items() if "." not in n and f.split(".", 1)[1] in _attributes(ctx, scope)}
     calls = _every_call_backwards(ctx, scope) if fields and _called_in_a_loop(ctx, scope.node.name) else []
     sites = constructions(ctx, scope.class_node) if calls else None
-    if not sites or ctx.parent(ctx.statement_of(sites[0])) is not ctx.tree:
+    builder = _scope_of(ctx, sites[0]) if sites else None
+    if builder is None:
         return []
-    module = scopes(ctx)[0]
-    module_graph, graph, nodes = facts(ctx, module), facts(ctx, scope), scope_nodes(scope)
+    builder_graph, graph, nodes = facts(ctx, builder), facts(ctx, scope), scope_nodes(scope)
     found = []
     for field, given in sorted(fields.items()):
-        defs = module_graph.reaching(given, sites[0])
+        defs = builder_graph.reaching(given, sites[0])
         stmt = defs[0][0] if len(defs) == 1 else None
-        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or ctx.parent(stmt) is not ctx.tree:
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or ctx.parent(stmt) is not builder.node:
             continue
-        if module_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(module, stmt):
+        if builder_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(builder, stmt):
             continue
         name = f"{scope.self_name}.{field.split('.', 1)[1]}"
         reaching = [c for c in calls if reaches(c, derived_names(ctx, graph, {name}, nodes))]
         if reaching:
             found.append((name, stmt, reaching))
     return found
+
+
+def _scope_of(ctx: FileContext, node: ast.AST) -> Optional[Scope]:
+    """The module or function whose own code holds ``node`` (a construction may sit in its loops:
+    every object it builds gets the same graph, built once at that scope's top level)."""
+    parent = ctx.parent(node)
+    while parent is not None and not isinstance(parent, (ast.Module, *NESTED)):
+        parent = ctx.parent(parent)
+    return next((s for s in scopes(ctx) if s.node is parent), None)
 
 
 def _attributes(ctx: FileContext, scope: Scope) -> set[str]:

@@ -21,7 +21,7 @@ from fixer.analysis.bindings import module_names
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, import_aliases, qualified
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -171,7 +171,7 @@ class GraphSources:
 
     # -- names -----------------------------------------------------------------------------
     def _name(self, expr, at, through_call, back, out, seen, bound) -> None:
-        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES:
+        if isinstance(expr, ast.Attribute) and expr.attr in DETACHING_ATTRIBUTES and not is_self_attribute(self.ctx, expr):
             return
         name = dotted(expr)
         if name is None:

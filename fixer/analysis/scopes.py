@@ -151,6 +151,22 @@ def is_no_grad_context(ctx: FileContext, expr: ast.expr) -> bool:
     return False
 
 
+def is_self_attribute(ctx: FileContext, node: ast.expr) -> bool:
+    """``node`` is ``self.x`` in a method whose first parameter is ``self``: an attribute of the
+    object, not of a tensor (``self.data`` is a field, not ``tensor.data``)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return False
+    parent = ctx.parent(node)
+    while parent is not None and not isinstance(parent, NESTED):
+        parent = ctx.parent(parent)
+    if not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(ctx.parent(parent), ast.ClassDef):
+        return False
+    if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in parent.decorator_list):
+        return False
+    args = parent.args.posonlyargs + parent.args.args
+    return bool(args) and args[0].arg == node.value.id
+
+
 def under_no_grad(ctx: FileContext, node: ast.AST) -> bool:
     """True if ``node`` runs with gradient recording off: inside ``with torch.no_grad():`` (or
     inference_mode / set_grad_enabled(False)) or in a function decorated with one of them."""

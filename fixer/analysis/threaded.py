@@ -6,6 +6,10 @@ a call in a loop binds the returned value back to the very name it passed in. In
 function the parameter then behaves as a value that outlives the iteration: whatever the
 function adds to it stays reachable in the next call.
 
+``returned_into(ctx, scope, name)`` is more general: what the function returns at the position
+the caller binds back to the argument it passes (``previous, loss = step(x, previous)`` with
+``return prediction, loss``), the value the parameter holds on the next call.
+
 ``threaded_parameter(ctx, scope, name)`` is True when the function of ``scope`` returns
 ``name`` (whole, or at one fixed position of every returned tuple), is used in this file only by
 calls, and at least one call in a loop passes a name for that parameter and binds the returned
@@ -31,20 +35,55 @@ def threaded_parameter(ctx: FileContext, scope: Scope, name: str) -> bool:
 
 
 def _threaded(ctx: FileContext, scope: Scope, name: str) -> bool:
-    if not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or scope.node.decorator_list:
-        return False
+    slot = _returned_slot(scope, name) if _plain_function(scope) else None
+    return slot is not None and _caller_slot(ctx, scope, name) == slot
+
+
+def returned_into(ctx: FileContext, scope: Scope, name: str) -> Optional[list[tuple[ast.Return, ast.expr]]]:
+    """What the function's returns hand into the parameter ``name`` of the next call: the values
+    at the position that a call in a loop binds back to the name it passes for ``name``
+    (``previous, loss = step(x, previous)`` with ``return prediction, loss``). None when no call
+    threads it, or some return has no value there."""
+
+    def compute() -> Optional[list[tuple[ast.Return, ast.expr]]]:
+        slot = _caller_slot(ctx, scope, name) if _plain_function(scope) else None
+        if slot is None:
+            return None
+        found = []
+        for node in scope_nodes(scope):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            if slot == WHOLE:
+                found.append((node, node.value))
+            elif isinstance(node.value, ast.Tuple) and slot < len(node.value.elts) and not any(isinstance(e, ast.Starred) for e in node.value.elts):
+                found.append((node, node.value.elts[slot]))
+            else:
+                return None
+        return found or None
+
+    return ctx.memo(("returned_into", id(scope.node), name), compute)
+
+
+def _plain_function(scope: Scope) -> bool:
+    return isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not scope.node.decorator_list
+
+
+def _caller_slot(ctx: FileContext, scope: Scope, name: str) -> Optional[int]:
+    """The one position of the result that calls in loops bind back to the argument they pass for
+    ``name``; None if there is none, several, or the function is also used as a value."""
     position = parameter_position(scope, name)
-    slot = _returned_slot(scope, name)
-    if position is None or slot is None:
-        return False
-    threaded = False
+    if position is None:
+        return None
+    slots = set()
     for caller, call in call_sites(ctx, scope):
         if call is None:
-            return False  # passed around as a value: other callers are unknown
+            return None  # passed around as a value: other callers are unknown
         argument = argument_of(call, name, position)
-        if isinstance(argument, ast.Name) and _binds_back(ctx, caller, call, argument.id, slot):
-            threaded = True
-    return threaded
+        if isinstance(argument, ast.Name):
+            slot = _bound_slot(ctx, caller, call, argument.id)
+            if slot is not None:
+                slots.add(slot)
+    return slots.pop() if len(slots) == 1 else None
 
 
 def persistent_argument(ctx: FileContext, scope: Scope, name: str) -> bool:
@@ -82,8 +121,10 @@ def _kept_by_loop(ctx: FileContext, caller: Scope, stmt: ast.stmt, name: str, al
 def argument_values(ctx: FileContext, scope: Scope, name: str) -> Optional[list[ast.expr]]:
     """What this file's calls bind the parameter to: the argument, or for a name the values the
     caller assigns it (``losses = AverageMeter()``). None when some call or value is unknown."""
+    if not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
     position = parameter_position(scope, name)
-    if position is None or not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if position is None:
         return None
     values: list[ast.expr] = []
     for caller, call in call_sites(ctx, scope):
@@ -116,17 +157,18 @@ def _returned_slot(scope: Scope, name: str) -> Optional[int]:
     return slots.pop() if len(slots) == 1 and None not in slots else None
 
 
-def _binds_back(ctx: FileContext, caller: Scope, call: ast.Call, name: str, slot: int) -> bool:
-    """``name = f(..., name)`` or ``..., name, ... = f(...)`` in a loop of ``caller`` that binds
-    ``name`` nowhere else."""
+def _bound_slot(ctx: FileContext, caller: Scope, call: ast.Call, name: str) -> Optional[int]:
+    """Where ``name = f(..., name)`` or ``..., name, ... = f(...)`` in a loop of ``caller`` that
+    binds ``name`` nowhere else takes ``name`` from the result: WHOLE or a tuple position."""
     stmt = ctx.parents.get(call)
     if not isinstance(stmt, ast.Assign) or stmt.value is not call or len(stmt.targets) != 1:
-        return False
+        return None
     target = stmt.targets[0]
-    if slot != WHOLE:
-        if not isinstance(target, ast.Tuple) or slot >= len(target.elts) or any(isinstance(e, ast.Starred) for e in target.elts):
-            return False
-        target = target.elts[slot]
-    if not (isinstance(target, ast.Name) and target.id == name):
-        return False
-    return _kept_by_loop(ctx, caller, stmt, name, stmt.targets[0])
+    if isinstance(target, ast.Name):
+        slot = WHOLE if target.id == name else None
+    elif isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        found = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name]
+        slot = found[0] if len(found) == 1 else None
+    else:
+        slot = None
+    return slot if slot is not None and _kept_by_loop(ctx, caller, stmt, name, target) else None

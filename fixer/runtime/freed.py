@@ -130,8 +130,10 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
         return Cause("GF105", where, message, [built, where, used, failed])
     names = _holders(lambda t: t.grad_fn is crossed) or _holders_of_site(crossed_record) or _holders_of_site(use_record)
     on_module = [h for h in names if h.on_module]
-    holder = (on_module or names or [None])[0]
-    stored = _fill(holder, crossed_record, level) if holder else None
+    ranked = on_module + [h for h in names if not h.on_module]
+    # the first holder whose filling line is found: a loop variable (``for old in memory``) names
+    # the value, the list it runs over holds it across iterations
+    holder, stored = next(((h, s) for h in ranked if (s := _fill(h, crossed_record, level))), (ranked[0] if ranked else None, None))
     held = f"`{holder.name}`" if holder else "a value"
     if stored is not None:
         evidence.insert(1, stored[0])
@@ -242,10 +244,11 @@ def _holders_of_site(site: NodeRecord) -> list[Holder]:
 
 def _fill(holder: Holder, crossed: NodeRecord, level: int) -> Optional[tuple[Piece, Any]]:
     """Where the holder is filled: in the frame the holder's name comes from, else in the
-    frames that built the value, innermost first."""
+    frames that built the value, innermost first (a list the loop hands to a step function that
+    appends to it under the same name)."""
     frames = [crossed.stack[i] for i in range(min(level + 1, len(crossed.stack)))]
     if holder.code is not None:
-        frames = [(holder.code, line) for code, line in frames if code is holder.code] or [(holder.code, 0)]
+        frames = ([(holder.code, line) for code, line in frames if code is holder.code] or [(holder.code, 0)]) + frames
     for code, line in frames:
         stored = fill_line(holder.name, code, line)
         if stored is not None:

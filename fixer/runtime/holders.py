@@ -76,14 +76,17 @@ def _graphless(value: Any) -> bool:
     return isinstance(value, (torch.nn.Parameter, torch.optim.Optimizer))
 
 
-def reachable(graphs_only: bool = False) -> Iterator[tuple[Holder, Any]]:
-    """(holder, value), breadth-first, each object once (by its shortest path); ``graphs_only``
-    passes over what cannot hold a graph (the leak sampler's cheap walk)."""
+def reachable(graphs_only: bool = False, every_tensor_path: bool = False) -> Iterator[tuple[Holder, Any]]:
+    """(holder, value), breadth-first, each object once (by its shortest path), or a tensor by
+    every path (``for old in memory``: both ``old`` and ``memory[0]``); ``graphs_only`` passes over
+    what cannot hold a graph (the leak sampler's cheap walk)."""
     seen: dict[int, Any] = {}
     queue = deque((name, False, code, value, 0) for name, value, code in _visible() if not name.startswith("__"))
     while queue:
         path, on_module, code, value, depth = queue.popleft()
-        if _skipped(value) or id(value) in seen or (graphs_only and _graphless(value)):
+        if _skipped(value) or (graphs_only and _graphless(value)):
+            continue
+        if id(value) in seen and not (every_tensor_path and isinstance(value, torch.Tensor)):
             continue
         seen[id(value)] = value
         yield Holder(path, on_module, code if "." not in path else None), value
@@ -92,7 +95,8 @@ def reachable(graphs_only: bool = False) -> Iterator[tuple[Holder, Any]]:
 
 
 def holders(wanted: Callable[[torch.Tensor], bool]) -> list[Holder]:
-    return [holder for holder, value in reachable() if isinstance(value, torch.Tensor) and wanted(value)]
+    """Every path to the wanted tensors, shortest first."""
+    return [holder for holder, value in reachable(every_tensor_path=True) if isinstance(value, torch.Tensor) and wanted(value)]
 
 
 def optimizers() -> list[Any]:
