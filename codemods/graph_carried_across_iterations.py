@@ -80,7 +80,7 @@ from fixer.analysis.carried_flow import Feeding, contains, inside, position
 from fixer.analysis.carried_shape import class_init_values, initial_value
 from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import scopes, statement_index
+from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -276,7 +276,7 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
         stmt, guard = stmt.body[0], False  # `if hidden is not None:` already guards: cut first thing inside
     indent = ctx.indent_of(stmt.lineno)
     nl = ctx.newline
-    if not guard and _noop_detach_loop(stmt, value.name):
+    if not guard and _noop_detach_loop(stmt, value.name) and not _target_read_elsewhere(ctx, stmt):
         # `for s in state: s.detach()` drops every result: the cut takes its place
         return [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), f"{indent}{line}{nl}")]
     text = f"{indent}if {value.name} is not None:{nl}{indent}{ctx.indent_unit}{line}{nl}" if guard else f"{indent}{line}{nl}"
@@ -292,6 +292,16 @@ def _noop_detach_loop(stmt: ast.stmt, name: str) -> bool:
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not s.value.args and isinstance(s.value.func, ast.Attribute)
         and s.value.func.attr == "detach" and dotted(s.value.func.value) == stmt.target.id
         for s in stmt.body
+    )
+
+
+def _target_read_elsewhere(ctx: FileContext, loop: ast.For) -> bool:
+    """The loop's variable is read outside the loop (``return state, s``): the loop stays."""
+    name = loop.target.id
+    inner = {id(n) for n in walk(loop)}
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inner
+        for n in scope_nodes(scope_of(ctx, loop))
     )
 
 

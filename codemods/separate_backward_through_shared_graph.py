@@ -31,7 +31,10 @@ once (one walk of the shared part, the least memory):
 ```
 When something between does (`zero_grad()` of a second optimizer, `step()`, reading `.grad`,
 gradient clipping, a call the analysis cannot see into), the calls must stay separate and every
-call but the last through the shared graph gets `retain_graph=True`.
+call but the last through the shared graph gets `retain_graph=True`. Calls each alone under its
+own copy of one guard (`if step % 2 == 0: loss_a.backward()`, then the same `if` around
+`loss_b.backward()`) run in the same passes: they merge into the first guard and the other goes.
+A function of this file or another project file called between them is looked into.
 
 Sharing is proven, never assumed. The outputs of one module call share a graph only when the
 file shows the module (a torch `nn` class, or a class of this file whose `forward` derives every
@@ -64,6 +67,7 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
+from fixer.analysis.passes import guarded_unit, same_guard
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls
 from fixer.analysis.shared_graph import (
@@ -258,18 +262,25 @@ def _mergeable_chain(ctx: FileContext, scope: Scope, first: BackwardCall, later:
     if not _plain(first):
         return []
     chain = [first]
-    block = _block_of(ctx, ctx.statement_of(first.node))
+    unit = _unit(ctx, first)
+    block = _block_of(ctx, unit)
     for other in later:
-        stmt = ctx.statement_of(other.node)
-        if block is None or not any(s is stmt for s in block) or not _plain(other):
+        stmt = _unit(ctx, other)
+        if block is None or not any(s is stmt for s in block) or not _plain(other) or not same_guard(unit, stmt):
             break
         if not any(shared_saving_origins(ctx, scope, c, other) for c in chain) or same_value(ctx, scope, chain[-1], other):
             break
-        between = _statements_between(block, ctx.statement_of(chain[-1].node), stmt)
+        between = _statements_between(block, _unit(ctx, chain[-1]), stmt)
         if gradient_effect(ctx, scope, between) != Effect.NONE:
             break
         chain.append(other)
     return chain if len(chain) > 1 else []
+
+
+def _unit(ctx: FileContext, call: BackwardCall) -> ast.stmt:
+    """The call's statement, or the shared guard holding only it: two such guards with one test
+    run together, so their calls merge and the second guard goes."""
+    return guarded_unit(ctx, ctx.statement_of(call.node))
 
 
 def _plain(call: BackwardCall) -> bool:
@@ -278,7 +289,7 @@ def _plain(call: BackwardCall) -> bool:
 
 def _merge(rule: Rule, ctx: FileContext, scope: Scope, chain: list[BackwardCall], origins: frozenset[Origin]) -> Optional[Diagnostic]:
     """One ``(a + b).backward()`` at the first call (or the last, when a loss is computed between)."""
-    stmts = [ctx.statement_of(c.node) for c in chain]
+    stmts = [_unit(ctx, c) for c in chain]
     if not all(ctx.is_own_line(s) for s in stmts):
         return None
     host = next((i for i in (0, len(chain) - 1) if _all_available_at(ctx, scope, chain, chain[i])), None)

@@ -22,6 +22,7 @@ TUPLE_MODULES = re.compile(r"^torch\.nn\.(LSTM|LSTMCell)$")
 TENSOR_MODULES = re.compile(r"^torch\.nn\.(GRU|RNN|GRUCell|RNNCell|Linear|Conv\dd|Embedding|Sequential)$")
 RECURRENT = re.compile(r"^torch\.nn\.(LSTM|GRU|RNN)$")
 TUPLE_RETURNING = frozenset({"chunk", "split", "unbind", "tensor_split", "max", "min", "sort", "topk", "kthvalue", "mode", "median", "lstm", "gru", "qr", "svd", "eig", "std_mean", "var_mean", "aminmax", "unique"})
+SHAPE_DEPTH = 6  # names and returns followed: the caller's name, the step function's return, the model's forward
 NEW_TENSOR = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "zeros_like", "ones_like", "clone"})
 
 
@@ -136,10 +137,10 @@ def _shape(ctx: FileContext, graph: GraphFacts, value: ast.expr, depth: int) -> 
         if module and module.endswith("LSTMCell"):
             return "tensor"
         forward = forward_scope(ctx, value.value.func) or graph._local_function(value.value.func)
-        if forward is not None and depth < 3:  # a module's forward, or a function of this file
+        if forward is not None and depth < SHAPE_DEPTH:  # a module's forward, or a function of this file
             return _returned_shape(ctx, forward, value.slice.value, depth + 1)
         return "unknown"
-    if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value) and depth < 3:  # x, self.x
+    if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value) and depth < SHAPE_DEPTH:  # x, self.x
         defs = graph.reaching(dotted(value), value)
         shapes = {_shape(ctx, graph, v, depth + 1) for _, v in defs if v is not None}
         return shapes.pop() if len(shapes) == 1 else "unknown"

@@ -58,8 +58,11 @@ def optimizer_steps(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
 
 
 
-def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts) -> list[Use]:
-    """Applications of a callable (not a torch function, not a tensor method) to a named tensor."""
+def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts, depth: int = 2) -> list[Use]:
+    """Applications of a callable (not a torch function, not a tensor method) to a named tensor;
+    a loss helper of the project that applies one of its parameters to another and returns the
+    result (``compute_loss(D, real, fake)`` returning ``bce(D(fake), zeros)``) is that
+    application, named as the caller sees it (``D`` on ``fake``, at the helper's call)."""
 
     def compute() -> list[Use]:
         found = []
@@ -69,13 +72,74 @@ def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts) -> list[Use
             callee = dotted(node.func)
             if callee is None or (qualified(ctx, node.func) or "").startswith("torch.") or _is_tensor_method(graph, node):
                 continue
+            stmt = ctx.statement_of(node)
             for arg in node.args:
                 key = use_key(arg)
                 if key is not None:
-                    found.append(Use(node, arg, callee, key, ctx.statement_of(node)))
+                    found.append(Use(node, arg, callee, key, stmt))
+            if depth > 0:
+                found += _loss_helper_uses(ctx, scope, node, stmt, depth - 1)
         return found
 
-    return ctx.memo(("gan_uses", id(scope.node)), compute)
+    return ctx.memo(("gan_uses", id(scope.node), depth), compute)
+
+
+def _loss_helper_uses(ctx: FileContext, scope: Scope, call: ast.Call, stmt: ast.stmt, depth: int) -> list[Use]:
+    """The helper's own uses whose callable and tensor are its parameters and whose result it
+    returns, as uses of the caller's arguments at ``call``. A helper that backpropagates or steps
+    is a step function (``backward_events``), not a loss."""
+    helper = called_function(ctx, scope, call.func)
+    if helper is None or isinstance(helper.node, ast.Module) or helper.node is scope.node or helper.self_name:
+        return []
+    own = helper.ctx or ctx
+    text = _text(own, helper.node)
+    if "backward" in text or "step(" in text or "yield" in text:
+        return []
+    names = _argument_names(scope, call, helper)
+    arguments = _argument_nodes(call, helper)
+    if names is None or arguments is None:
+        return []
+    found = []
+    for use in callable_uses(own, helper, facts(own, helper), depth):
+        arg = arguments.get(use.key)
+        callee = names.get(use.callee.partition(".")[0]) if use.callee.partition(".")[0] in names else None
+        if arg is None or callee is None or use.key not in names or not _returned(own, helper, use):
+            continue
+        key = use_key(arg)
+        if key is not None:
+            found.append(Use(call, arg, callee + use.callee[len(use.callee.partition(".")[0]):], key, stmt))
+    return found
+
+
+def _argument_nodes(call: ast.Call, helper: Scope) -> Optional[dict[str, ast.expr]]:
+    """Parameter -> the argument expression the call gives it."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    nodes = dict(zip(_params(helper, keyword_only=False), call.args))
+    nodes.update({k.arg: k.value for k in call.keywords if k.arg in _params(helper)})
+    return nodes
+
+
+def _returned(ctx: FileContext, helper: Scope, use: Use) -> bool:
+    """The use's result flows into what the helper returns: it sits in a ``return``, or in an
+    assignment of a name that a ``return`` reads (directly or through further assignments)."""
+    wanted = {use.stmt}
+    returns = [n for n in scope_nodes(helper) if isinstance(n, ast.Return) and n.value is not None]
+    names: set[str] = set()
+    for _ in range(4):
+        for stmt in list(wanted):
+            if isinstance(stmt, ast.Return):
+                return True
+            if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if any(isinstance(n, ast.Name) and n.id in names for r in returns for n in ast.walk(r.value)):
+            return True
+        wanted = {
+            n for n in scope_nodes(helper)
+            if isinstance(n, (ast.Assign, ast.AugAssign)) and any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.value))
+        }
+    return False
 
 
 

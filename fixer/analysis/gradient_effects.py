@@ -4,18 +4,20 @@
 ``.grad`` nor any parameter: forward passes, arithmetic, logging), READS (reads or resets
 gradients: ``.grad``, ``zero_grad()``, gradient clipping, another backward call) or CHANGES
 (may change parameters in place: ``optimizer.step()``, in-place tensor methods, assignments into
-attributes or items, or a call we cannot see into). Same-file functions are looked into."""
+attributes or items, or a call we cannot see into). Functions of this file and those imported
+from other project files are looked into."""
 
 from __future__ import annotations
 
 import ast
 import enum
 import re
-from typing import Iterable
+from typing import Iterable, Optional
 
 from fixer.analysis.calls import backward_call, optimizer_call
 from fixer.analysis.graph import PLAIN_BUILTINS, facts
 from fixer.analysis.names import qualified
+from fixer.analysis.project import imported_function
 from fixer.analysis.scopes import NESTED, Scope, scopes
 from fixer.context import FileContext
 from fixer.nodes import child_nodes
@@ -64,7 +66,7 @@ def _node_effect(ctx: FileContext, scope: Scope, node: ast.AST, depth: int) -> E
         return Effect.READS if isinstance(node.ctx, ast.Load) else Effect.CHANGES
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if any(_writes_into_object(target) for target in targets):
+        if any(_writes_into_object(target, scope.self_name) for target in targets):
             return Effect.CHANGES
         return Effect.NONE
     if isinstance(node, (ast.Delete, ast.Global, ast.Nonlocal)):
@@ -74,12 +76,18 @@ def _node_effect(ctx: FileContext, scope: Scope, node: ast.AST, depth: int) -> E
     return Effect.NONE
 
 
-def _writes_into_object(target: ast.AST) -> bool:
-    """``p.data -= ...``, ``w[0] = ...``, ``self.x = ...``: may change a parameter in place."""
+TENSOR_FIELDS = frozenset({"data", "grad", "_grad", "requires_grad"})
+
+
+def _writes_into_object(target: ast.AST, self_name: Optional[str] = None) -> bool:
+    """``p.data -= ...``, ``w[0] = ...``, ``model.w = ...``: may change a parameter in place. A
+    method's own field (``self.loss = ...``) is rebound, not written into."""
     if isinstance(target, (ast.Tuple, ast.List)):
-        return any(_writes_into_object(t) for t in target.elts)
+        return any(_writes_into_object(t, self_name) for t in target.elts)
     if isinstance(target, ast.Starred):
-        return _writes_into_object(target.value)
+        return _writes_into_object(target.value, self_name)
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
+        return target.attr in TENSOR_FIELDS
     return not isinstance(target, ast.Name)
 
 
@@ -96,12 +104,13 @@ def _call_effect(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> 
         return Effect.READS if not short.endswith("_") else Effect.CHANGES
     if short.endswith("_") and not short.startswith("_"):
         return Effect.CHANGES  # an in-place tensor method
-    if isinstance(func, ast.Name):
-        if func.id in HARMLESS_BUILTINS:
-            return Effect.NONE
-        helper = _function(ctx, func.id)
-        if helper is not None and depth < MAX_DEPTH:
-            return gradient_effect(ctx, helper, helper.node.body, depth + 1)
+    if isinstance(func, ast.Name) and func.id in HARMLESS_BUILTINS:
+        return Effect.NONE
+    if isinstance(func, (ast.Name, ast.Attribute)) and depth < MAX_DEPTH:
+        helper = (_function(ctx, func.id) if isinstance(func, ast.Name) else None) or imported_function(ctx, func)
+        if helper is not None:
+            own = helper.ctx or ctx  # a function of another project file is read in its own file
+            return gradient_effect(own, helper, helper.node.body, depth + 1)
     if name.startswith("torch.") or HARMLESS_MODULES.match(name):
         return Effect.NONE
     if facts(ctx, scope).is_module(func):

@@ -45,6 +45,23 @@ def _shared_guard(ctx: FileContext, node: ast.If) -> bool:
     return loop is not None and any(node is g for g in shared_guards(loop, block, _declared_global(ctx)))
 
 
+def guarded_unit(ctx: FileContext, stmt: ast.stmt) -> ast.stmt:
+    """``stmt``, or the shared guard that holds only it (``if i % k == 0: loss.backward()``): the
+    statement that moves, or goes, with it."""
+    parent = ctx.parent(stmt)
+    if isinstance(parent, ast.If) and len(parent.body) == 1 and parent.body[0] is stmt and not parent.orelse and _shared_guard(ctx, parent):
+        return parent
+    return stmt
+
+
+def same_guard(a: ast.stmt, b: ast.stmt) -> bool:
+    """Two units (``guarded_unit``) run in the same passes: both unguarded, or both shared guards
+    with the same test."""
+    if isinstance(a, ast.If) != isinstance(b, ast.If):
+        return False
+    return not isinstance(a, ast.If) or ast.dump(a.test, annotate_fields=False) == ast.dump(b.test, annotate_fields=False)
+
+
 def _declared_global(ctx: FileContext) -> frozenset[str]:
     """Names some function of the file may rebind (``global x``, ``nonlocal x``)."""
     return ctx.memo("declared_global", lambda: frozenset(n for node in walk(ctx.tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names))

@@ -118,7 +118,7 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
     player = _two_players(recorder, crossed, crossed_record, freeing, failing)
     if player is not None:
         first_use = (_first_use(freeing, crossed, crossed_record) if player == "freeing" else None) or use_record
-        use = Piece.at("fed to discriminator", first_use.stack, it(first_use.position), _outside_forward(first_use.stack))
+        use = Piece.at("fed to discriminator", first_use.stack, it(first_use.position), _entry_frame(first_use.stack, crossed_record.stack, freeing.stack))
         message = (
             f"the generator's output (line {built.line}) enters this loss without .detach(): its backward "
             f"(line {freed_by.line}) freed the generator's graph, which the backward at line {failed.line} needs"
@@ -179,6 +179,18 @@ def _position(path: list, index: int) -> int:
 def _outside_forward(stack) -> int:
     """The innermost frame that is not a module's ``forward``: the training step's own line."""
     return next((i for i, (code, _) in enumerate(stack) if code.co_name != "forward"), 0)
+
+
+def _entry_frame(use_stack, built_stack, freeing_stack) -> int:
+    """Where the value entered the other network, as the code shows it: past modules' ``forward``
+    and plain functions it was handed to that return a loss (``critic_loss(D, real, fake)``), up to
+    the frame that also built it. A method (``backward_D`` reading ``self.fake``) or a step
+    function that runs the backward itself is where it is read."""
+    index, outer = _outside_forward(use_stack), divergence(use_stack, built_stack)[0]
+    stepping = {code for code, _ in freeing_stack}
+    while index < outer and use_stack[index][0].co_varnames[:1] != ("self",) and use_stack[index][0] not in stepping:
+        index += 1
+    return index
 
 
 def _first_backward(freeing: Call, failing: Call) -> Piece:
