@@ -52,7 +52,8 @@ a tensor or a tuple, the cut handles both
 Not reported: a name the loop's own `for` header binds; a requires-grad leaf passed only through
 operations that save no tensors (`x = pts.clone().requires_grad_().to(dev)`: nothing to free);
 a name unbound before the loop and defined before the read under `if`/`elif` tests that read
-nothing the loop rebinds (every pass takes the same arm); an arm that leaves the pass
+nothing the loop rebinds (every pass takes the same arm), or in the body of an inner `for` (the
+program relies on it running: an empty one would fail on the first pass); an arm that leaves the pass
 (`continue`, `break`, `return`, `raise`) counts as defining; `for s in state: s.detach_()`
 before the read cuts the state in place.
 

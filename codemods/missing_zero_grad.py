@@ -1,7 +1,9 @@
 """## What it does
 Finds a training loop that calls `loss.backward()` and then `optimizer.step()` on every
 iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
-`model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls. Also an
+`model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls; or a step
+function (or method) that does both and that this file calls only inside loops that clear
+nothing (`optimizer.zero_grad()` goes at its top). Also an
 `optimizer.step(closure)` (or `step(self.loss_func)`) on a torch optimizer whose closure calls
 backward() but clears no gradients.
 
@@ -63,6 +65,7 @@ from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, opti
 from fixer.analysis.protocol import (
     Event,
     attached_start,
+    call_loops,
     block_events,
     is_docstring,
     is_optimizer_construction,
@@ -99,7 +102,41 @@ class MissingZeroGrad(Rule):
             for loop in scope_nodes(scope):
                 if isinstance(loop, LOOPS):
                     yield from self._check_loop(ctx, scope, loop)
+            yield from self._check_step_function(ctx, scope)
             yield from self._check_closures(ctx, scope)
+
+    def _check_step_function(self, ctx: FileContext, scope: Scope) -> Iterator[Diagnostic]:
+        """A function (or method) that backpropagates and steps, called by this file only inside
+        loops that clear no gradient (nor call anything that might): each call is one iteration,
+        and nothing ever clears the gradients it steps with."""
+        loops = call_loops(ctx, scope) if not any(isinstance(n, LOOPS) for n in scope_nodes(scope)) else None
+        checked = {id(s.node) for s in optimizer_scopes(ctx)}
+        if loops is None or any(id(caller.node) in checked for caller, _ in loops):
+            return  # a caller's loop that shows optimizer calls is checked, with this call, as a loop
+        events = block_events(ctx, scope, scope.node.body, through_calls=True)
+        backwards = [e for e in events if e.kind == "backward"]
+        if not backwards or any(e.spelling == "owner" or e.conditional for e in backwards) or any(e.kind == "zero_grad" for e in events):
+            return
+        steps = [e for e in events if e.kind == "step" and not e.conditional and e.index > backwards[0].index and is_plain_step(e)]
+        if len(steps) != 1 or steps[0].via is not None or _zeroed_in_loop(ctx, scope, scope.node, steps[0].owner):
+            return
+        for caller, loop in loops:
+            if any(e.kind == "zero_grad" for e in block_events(ctx, caller, pass_body(loop), through_calls=True)) or _mentions_other_reset(ctx, loop):
+                return
+        step = steps[0]
+        zero = f"{step.owner}.zero_grad()"
+        body = scope.node.body
+        first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
+        message = (
+            f"`{ctx.text(step.call)}` runs on every call of `{scope.node.name}`, which this file makes only inside "
+            f"loops, but `{step.owner}`'s gradients are never cleared: each step applies the sum of all gradients "
+            f"so far; call `{zero}` before the forward pass"
+        )
+        edits: list[Edit] = []
+        if first.lineno > scope.node.lineno:
+            at = attached_start(ctx, first)
+            edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{zero}{ctx.newline}")]
+        yield self.diagnostic(ctx, step.site, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of `{scope.node.name}`")
 
     def _check_closures(self, ctx: FileContext, scope: Scope) -> Iterator[Diagnostic]:
         """``optimizer.step(closure)`` whose closure backpropagates but never clears the gradients:

@@ -31,7 +31,8 @@ may backpropagate again; a parameter counts as data when it is named like a batc
 a transition (`batch`, `x`, `states`, `obs`, `rewards`, `dones`) or when every call of the
 function in this file passes a value without a graph, unless a call of this file passes it a
 graph; `self.gamma` counts as a number when the class only ever assigns it numbers) or leaves the
-function (returned, stored on an object, passed to an
+function (returned, unless every caller in this file drops the result or only reads numbers from
+it: `loss.item()`, `print(loss)`; stored on an object, passed to an
 unknown function after the call), and when a graph carried across loop iterations is the reason
 for the keyword (GF101 `graph-carried-across-iterations` reports that cause).
 

@@ -1,7 +1,9 @@
 """## What it does
 Finds a tensor that is backpropagated a second time: `loss.backward()` twice with no new value of
 `loss` between, or an extra `loss.backward()` right after a gradient-accumulation loop that
-already backpropagated every micro-batch's `loss` (it walks the last one's graph again). It only
+already backpropagated every micro-batch's `loss` (it walks the last one's graph again); also
+`loss = step(batch)` followed by `loss.backward()` where `step` (of this file or another project
+file) backpropagates and returns that very loss. It only
 fires when the loss certainly saved tensors for backward (it comes from a module, criterion or
 an operation such as `*`, `@`, `exp`), since graphs of additions alone (`y = x + 1`) can be
 walked twice without error.
@@ -54,13 +56,15 @@ leaves `.grad` holding the gradients of the first call only.
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+import re
+from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls, training_call_text, optimizer_calls
 from fixer.analysis.carried_flow import always_runs
+from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function
+from fixer.analysis.project import called_function, imported_step_names
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
     backwarded_again_after_loop,
@@ -84,16 +88,21 @@ class RepeatedBackward(Rule):
         for scope in scopes(ctx):
             direct = [c for c in backward_calls(ctx, scope) if c.keyword("create_graph") is None]
             helpers = _helper_backwards(ctx, scope) if direct else {}
-            calls = sorted(direct + list(helpers), key=lambda c: (c.node.lineno, c.node.col_offset))
+            returning = _returning_helpers(ctx, scope) if direct else {}
+            calls = sorted(direct + list(helpers) + list(returning), key=lambda c: (c.node.lineno, c.node.col_offset))
             for index, call in enumerate(calls):
-                if retains_graph(call) or not _saves(ctx, scope, call):
+                if retains_graph(call) or not (_saves(*returning[call]) if call in returning else _saves(ctx, scope, call)):
                     continue
                 stmt = ctx.statement_of(call.node)
                 for later in calls[index + 1 :]:
                     later_stmt = ctx.statement_of(later.node)
+                    if call in returning and later not in helpers and later not in returning and runs_after_in_same_pass(ctx, scope, stmt, later_stmt):
+                        if dotted(later.target) == dotted(call.target) and _unchanged_between(ctx, scope, call, later):
+                            yield self._delete_returned(ctx, call, later, returning[call][2])
+                            break
                     if runs_after_in_same_pass(ctx, scope, stmt, later_stmt) and same_value(ctx, scope, call, later):
                         if call in helpers:
-                            yield self._retain_in_helper(ctx, call, helpers[call], later)
+                            yield self._retain_in_helper(ctx, call, *helpers[call], later)
                         elif later not in helpers and _step_between(ctx, scope, stmt, later_stmt):
                             yield self._delete_after_step(ctx, call, later)
                         elif later not in helpers:
@@ -127,16 +136,17 @@ class RepeatedBackward(Rule):
             title="Pass retain_graph=True (the gradients are added twice)",
         )
 
-    def _retain_in_helper(self, ctx: FileContext, call: BackwardCall, inner: BackwardCall, later: BackwardCall) -> Diagnostic:
+    def _retain_in_helper(self, ctx: FileContext, call: BackwardCall, inner: BackwardCall, here: bool, later: BackwardCall) -> Diagnostic:
+        """``here``: the helper is in this file (an edit of another file is never made from this one)."""
         name, helper = ctx.text(call.target), ctx.text(call.node.func)
         return self.diagnostic(
             ctx,
             call.node,
-            f"`{helper}` backpropagates `{name}` (line {inner.node.lineno}) and `{name}` is backpropagated again on "
+            f"`{helper}` backpropagates `{name}` (its line {inner.node.lineno}) and `{name}` is backpropagated again on "
             f"line {later.node.lineno}, after that call freed its graph: it raises 'backward through the graph a "
             f"second time'. The gradients are added twice; usually one backward is a mistake. If both are "
             f"intended, pass retain_graph=True inside `{helper}`",
-            [keyword_edit(ctx, inner.node, "retain_graph")],
+            [keyword_edit(ctx, inner.node, "retain_graph")] if here else [],
             Applicability.UNSAFE,
             title=f"Pass retain_graph=True in `{helper}`",
         )
@@ -157,6 +167,14 @@ class RepeatedBackward(Rule):
             f"Delete it: the loop already accumulated every iteration's gradients",
         )
 
+    def _delete_returned(self, ctx: FileContext, call: BackwardCall, later: BackwardCall, inner: BackwardCall) -> Diagnostic:
+        helper = ctx.text(call.node.func)
+        return self._delete_later(
+            ctx, call, later,
+            f"is what `{helper}` returns after backpropagating it (its line {inner.node.lineno}); this call walks "
+            f"that freed graph again and raises 'backward through the graph a second time'. Delete it",
+        )
+
     def _delete_later(self, ctx: FileContext, call: BackwardCall, later: BackwardCall, why: str) -> Diagnostic:
         """Delete the later backward's statement (when it stands alone on its lines)."""
         name = ctx.text(call.target)
@@ -168,33 +186,106 @@ class RepeatedBackward(Rule):
         )
 
 
-def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, BackwardCall]:
-    """Calls of a function of this file that always backpropagates one of its parameters
+def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tuple[BackwardCall, bool]]:
+    """Calls of a function of this file or another project file that always backpropagates one of its parameters
     (``grad_norm(model, loss)`` doing ``loss.backward()``), as a backward of the argument,
-    mapped to the backward call inside the helper."""
-    found: dict[BackwardCall, BackwardCall] = {}
-    if not ctx.mentions(scope.node, training_call_text(ctx)):
-        return found  # no call of a function of this file that backpropagates
+    mapped to the backward call inside the helper and whether the helper is in this file."""
+    found: dict[BackwardCall, tuple[BackwardCall, bool]] = {}
+    if not _may_call_steps(ctx, scope):
+        return found  # no call of a function that backpropagates
     for node in scope_nodes(scope):
         if not isinstance(node, ast.Call):
             continue
-        helper = called_function(ctx, scope, node.func, imported=False)
+        helper = called_function(ctx, scope, node.func)
         if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
             continue
+        own = helper.ctx or ctx  # a function of another project file is read in its own file
         params = [a.arg for a in helper.node.args.posonlyargs + helper.node.args.args]
         if helper.class_node is not None and params:
             params = params[1:]  # self
-        for inner in backward_calls(ctx, helper):
+        for inner in backward_calls(own, helper):
             target = dotted(inner.target)
             if inner.kind != "method" or retains_graph(inner) or target not in params:
                 continue
-            if not always_runs(ctx, ctx.statement_of(inner.node), helper.node):
+            if not always_runs(own, own.statement_of(inner.node), helper.node):
                 continue
             index = params.index(target)
             argument = held_name(ctx, scope, node.args[index]) or node.args[index] if index < len(node.args) else None
             if argument is not None and dotted(argument):  # loss, self.loss, out["loss"]
-                found[BackwardCall(node, argument, "helper")] = inner
+                found[BackwardCall(node, argument, "helper")] = (inner, own is ctx)
     return found
+
+
+def _returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]]:
+    """``loss = train_step(...)`` (or ``..., loss = ...``) where the function of this file or of
+    another project file returns, at that place, a value it backpropagated and freed on every
+    call: a backward of ``loss`` at the call, mapped to (the helper's file, the helper, its backward
+    call)."""
+    found: dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]] = {}
+    if not _may_call_steps(ctx, scope):
+        return found
+    for node in scope_nodes(scope):
+        stmt = ctx.parents.get(node) if isinstance(node, ast.Call) else None
+        if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
+            continue
+        helper = called_function(ctx, scope, node.func)
+        if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
+            continue
+        own = helper.ctx or ctx
+        for slot, target in _slots(stmt.targets[0]):
+            inner = _returned_backpropagated(own, helper, slot)
+            if inner is not None:
+                found[BackwardCall(node, target, "helper")] = (own, helper, inner)
+    return found
+
+
+def _may_call_steps(ctx: FileContext, scope: Scope) -> bool:
+    """The scope's text calls a function of this file, or names an import of another project
+    file, that holds a backward pass (a cheap gate before walking it)."""
+    if ctx.mentions(scope.node, training_call_text(ctx)):
+        return True
+    names = imported_step_names(ctx)
+    return bool(names) and ctx.mentions(scope.node, re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))))
+
+
+def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.Name]]:
+    if isinstance(target, ast.Name):
+        return [(None, target)]
+    if isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        return [(i, e) for i, e in enumerate(target.elts) if isinstance(e, ast.Name)]
+    return []
+
+
+def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int]) -> Optional[BackwardCall]:
+    """The helper's backward call that frees, on every call, the name every ``return`` hands back
+    at ``slot`` (None: the whole value)."""
+    returns = [n for n in scope_nodes(helper) if isinstance(n, ast.Return)]
+    names = set()
+    for ret in returns:
+        value = ret.value
+        if slot is not None:
+            value = value.elts[slot] if isinstance(value, ast.Tuple) and slot < len(value.elts) else None
+        if not isinstance(value, ast.Name):
+            return None
+        names.add(value.id)
+    if len(names) != 1:
+        return None
+    name = names.pop()
+    graph = facts(ctx, helper)
+    for inner in backward_calls(ctx, helper):
+        stmt = ctx.statement_of(inner.node)
+        if inner.kind != "method" or retains_graph(inner) or dotted(inner.target) != name or ctx.parent(stmt) is not helper.node:
+            continue
+        if all(not ((s.lineno, s.col_offset) > (stmt.lineno, stmt.col_offset)) for s, _ in graph.assignments.get(name, [])):
+            return inner  # not rebound after its backward
+    return None
+
+
+def _unchanged_between(ctx: FileContext, scope: Scope, call: BackwardCall, later: BackwardCall) -> bool:
+    """The name ``later`` backpropagates still holds what the helper returned at ``call``: its
+    reaching definition at ``later`` is that call's assignment alone."""
+    defs = facts(ctx, scope).reaching(dotted(later.target), later.node)
+    return len(defs) == 1 and defs[0][0] is ctx.parents.get(call.node)
 
 
 def _step_between(ctx: FileContext, scope: Scope, first: ast.stmt, second: ast.stmt) -> bool:

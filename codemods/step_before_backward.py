@@ -1,7 +1,8 @@
 """## What it does
 Finds `optimizer.step()` that runs before the iteration's `loss.backward()` in the same
 straight-line block: either right after `zero_grad()` (the step sees cleared gradients), or at the
-top of a training loop body with no backward before it in the iteration or before the loop.
+top of a training loop body with no backward before it in the iteration or before the loop, or at
+the top of a step function (or method) that this file calls only inside loops.
 
 ## Why is this bad?
 `step()` updates the parameters from whatever `.grad` holds at that moment. Before the
@@ -47,6 +48,7 @@ from fixer.analysis.calls import backward_calls
 from fixer.analysis.passes import loop_of_pass
 from fixer.analysis.protocol import (
     Event,
+    call_loops,
     block_events,
     blocks,
     is_loop_body,
@@ -86,7 +88,7 @@ class StepBeforeBackward(Rule):
             if any(e.kind == "backward" for e in earlier):
                 continue  # the step applies this iteration's earlier backward
             cleared = any(e.kind == "zero_grad" and zeroes_for(ctx, e.owner, step.owner) is True for e in earlier)
-            if not cleared and not (is_loop_body(ctx, block) and not _primed(ctx, scope, block)):
+            if not cleared and not _each_pass(ctx, scope, block):
                 continue
             backward = _last_backward(events, step)
             if backward is None:
@@ -149,10 +151,24 @@ def _last_backward(events: list[Event], step: Event) -> Optional[Event]:
     return found
 
 
+def _each_pass(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> bool:
+    """``block`` runs once per training iteration, not primed by a backward before: a loop's pass,
+    or the body of a step function (or method) that this file calls only inside loops."""
+    if is_loop_body(ctx, block):
+        return not _primed(ctx, scope, block)
+    if block is not getattr(scope.node, "body", None):
+        return False
+    loops = call_loops(ctx, scope)
+    return loops is not None and not any(_primed_at(ctx, caller, loop) for caller, loop in loops)
+
+
 def _primed(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> bool:
     """A backward before the loop (``loss.backward()`` then ``for ...: step(); ...; backward()``)
     makes the step-first order deliberate: each step applies the gradient computed just before."""
-    loop = loop_of_pass(ctx, block)
+    return _primed_at(ctx, scope, loop_of_pass(ctx, block))
+
+
+def _primed_at(ctx: FileContext, scope: Scope, loop: ast.AST) -> bool:
     return any(
         call.node.lineno < loop.lineno and not any(parent is loop for parent in ctx.ancestors(call.node))
         for call in backward_calls(ctx, scope)

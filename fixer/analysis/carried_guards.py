@@ -70,18 +70,23 @@ def _no_saved(ctx: FileContext, graph: GraphFacts, expr: Optional[ast.expr], at:
 
 def invariant_definitions(ctx: FileContext, graph: GraphFacts, loop: ast.AST, defs, read: ast.AST) -> bool:
     """Every definition of the name in ``loop`` precedes ``read`` and sits only under ``if`` tests
-    that read nothing ``loop`` rebinds (its target, a name or attribute stored in its body)."""
+    that read nothing ``loop`` rebinds (its target, a name or attribute stored in its body), or in
+    the body of an inner ``for``: the name is unbound before ``loop``, so the program relies on
+    that loop running (an empty one would fail on the first pass)."""
     rebound = _rebound(graph, ctx, loop)
     for stmt, _ in defs:
         if not hasattr(stmt, "lineno") or position(stmt) >= position(read):
             return False
+        child = stmt
         for parent in ctx.ancestors(stmt):
             if parent is loop:
                 break
-            if isinstance(parent, UNSURE_GUARDS) and not isinstance(parent, ast.If):
-                return False  # a loop or a handler decides: not a fixed choice
+            inner_body = isinstance(parent, (ast.For, ast.AsyncFor)) and any(child is s for s in parent.body)
+            if isinstance(parent, UNSURE_GUARDS) and not isinstance(parent, ast.If) and not inner_body:
+                return False  # a while loop or a handler decides: not a fixed choice
             if isinstance(parent, ast.If) and _reads_any(parent.test, rebound) and not is_pass_filter(ctx, parent):
                 return False
+            child = parent
     return True
 
 

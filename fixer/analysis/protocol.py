@@ -130,6 +130,25 @@ def is_loop_body(ctx: FileContext, block: list[ast.stmt]) -> bool:
     return loop_of_pass(ctx, block) is not None
 
 
+def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[Scope, ast.AST]]]:
+    """When every use of the function or method of ``scope`` in this file is a call inside a loop
+    (``for batch in loader: train_step(batch)``), its body is one pass of those loops: (caller,
+    innermost loop) per call. None when some use is not such a call, or there is none."""
+    from fixer.analysis.retained_callers import call_sites
+    from fixer.analysis.scopes import enclosing_loops
+
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+        return None
+    found = []
+    for caller, call in call_sites(ctx, scope):
+        loops = enclosing_loops(ctx, ctx.statement_of(call), caller) if call is not None and caller is not scope else []
+        if not loops:
+            return None
+        found.append((caller, loops[0]))
+    return found or None
+
+
 # --- which optimizer owns which parameters -------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
+from fixer.analysis.retained_callers import call_sites
 from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -98,7 +99,13 @@ def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -
 
 
 def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator[tuple[ast.expr, str]]:
-    if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
+    if isinstance(node, ast.Return) and node.value is not None:
+        # each part of the result escapes unless every caller drops it or only reads numbers from it
+        parts = list(enumerate(node.value.elts)) if isinstance(node.value, ast.Tuple) else [(None, node.value)]
+        for slot, part in parts:
+            if not _callers_only_read(ctx, scope, slot):
+                yield part, "is returned"
+    elif isinstance(node, (ast.Yield, ast.YieldFrom)) and node.value is not None:
         yield node.value, "is returned"
     elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -119,6 +126,50 @@ def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator
         elif _after(node, call.node) and not _harmless(ctx, graph, node):
             for argument in arguments:
                 yield argument, f"is passed to `{dotted(func) or 'a function'}` after the backward"
+
+
+READING_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "detach", "size", "dim", "numel"})
+
+
+def _callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bool:
+    """``scope`` is a plain function used only by calls of this file, each dropping its result or
+    binding it (or its element ``slot`` of a returned tuple) to names that the caller reads only
+    for numbers (``loss.item()``, ``print(loss)``, ``float(loss)``): no caller can backpropagate
+    through it."""
+
+    def compute() -> bool:
+        node = scope.node
+        if scope.self_name or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+            return False
+        sites = list(call_sites(ctx, scope))
+        if not sites:
+            return False
+        for caller, site in sites:
+            if site is None or caller is scope:
+                return False
+            stmt = ctx.parents.get(site)
+            if isinstance(stmt, ast.Expr):
+                continue
+            if not isinstance(stmt, ast.Assign) or stmt.value is not site:
+                return False
+            if not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred)) for t in stmt.targets for n in walk(t) if isinstance(n, ast.expr)):
+                return False  # stored on an object or in a container
+            targets = [t.elts[slot] if slot is not None and isinstance(t, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in t.elts) and slot < len(t.elts) else t for t in stmt.targets]
+            bound = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
+            if not all(_read_for_numbers(ctx, n) for n in scope_nodes(caller) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)):
+                return False
+        return True
+
+    return ctx.memo(("callers_only_read", id(scope.node), slot), compute)
+
+
+def _read_for_numbers(ctx: FileContext, name: ast.Name) -> bool:
+    parent = ctx.parent(name)
+    if isinstance(parent, ast.Attribute) and parent.attr in READING_METHODS:
+        return isinstance(ctx.parent(parent), ast.Call)
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in ("print", "float", "int", "len", "str", "repr", "format"):
+        return True
+    return isinstance(parent, ast.FormattedValue)
 
 
 def _harmless(ctx: FileContext, graph: GraphSources, node: ast.Call) -> bool:

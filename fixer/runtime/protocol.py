@@ -230,7 +230,7 @@ class Protocol(Observer):
                 continue
             again = [c for c in opt.calls[1:] if c.stack == opt.first.stack]
             if opt.first_before_backward and opt.steps[0][1] and opt.filled and again and not opt.closure:
-                step = at_loop("stepped", opt.first)
+                step = Piece.at("stepped", opt.first.stack, opt.first.iteration + 1)  # the step to move, where it is
                 if step is None:
                     continue
                 message = (
