@@ -13,7 +13,8 @@ Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, 
 reported. Uses under `.detach()` do not count, and a loop of discriminator steps on a generator
 output built before it is left to GF103 (the fix there is `fake.detach()`, not a recompute).
 
-The loop's backward may run in a step function it calls (`loss = train_step(y)`, a function of
+The loop's backward may run under a periodic guard (`if step % k == 0:`, many passes) or in a
+step function it calls (`loss = train_step(y)`, a function of
 this file or of another project file that backpropagates on every call). A graph built once in
 `__init__` (`self.gram = self.factor @ self.factor.t()`) and backpropagated through by a method
 that this file calls in a loop fails the same way on the method's second call, and so does a

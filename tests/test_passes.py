@@ -149,3 +149,32 @@ def test_a_name_some_function_rebinds_is_not_stable() -> None:
     """)
     ctx = FileContext("t.py", source)
     assert [is_pass_filter(ctx, n) for n in ast.walk(ctx.tree) if isinstance(n, ast.If)] == [False, False]
+
+
+PERIODIC = """
+for i in {iterable}:
+    loss = model(batch).sum()
+    if {test}:
+        loss.backward()
+"""
+
+
+@pytest.mark.parametrize(
+    "iterable, test, expected",
+    [
+        ("range(100)", "i % 10 == 0", True),
+        ("loader", "i % accumulation == 0", True),
+        ("range(100)", "(i + 1) // 4 == 0", True),
+        ("range(5)", "i % 10 == 0", False),  # one selected pass at most
+        ("range(100)", "i == 3", False),  # one pass
+        ("range(100)", "loss.item() > 1", False),  # data decides
+        ("loader", "flag", False),  # all passes or none
+    ],
+)
+def test_a_periodic_guard_selects_many_passes(iterable: str, test: str, expected: bool) -> None:
+    from fixer.analysis.passes import periodic_guard
+
+    ctx = FileContext("t.py", textwrap.dedent(PERIODIC.format(iterable=iterable, test=test)))
+    loop = ctx.tree.body[0]
+    guard = next(node for node in loop.body if isinstance(node, ast.If))
+    assert periodic_guard(ctx, guard, loop) is expected

@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.names import dotted
-from fixer.analysis.passes import is_pass_filter, pass_body
+from fixer.analysis.passes import is_pass_filter, pass_body, periodic_guard
 from fixer.analysis.scopes import LOOPS, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, retains_graph
 from fixer.context import FileContext
@@ -98,14 +98,14 @@ def reaches(call: BackwardCall, names: set[str]) -> bool:
 
 
 def repeats_per_iteration(ctx: FileContext, call: BackwardCall, loop: ast.AST) -> bool:
-    """True if ``call`` runs in every iteration of ``loop`` and the loop runs more than once: no
-    ``if`` around it inside the loop, no unconditional ``break``/``return`` ending the first
-    iteration, not ``range(1)``."""
+    """True if ``call`` runs in every iteration of ``loop`` (or every pass a filter or a periodic
+    ``if i % k == 0`` selects) and the loop runs more than once: no other ``if`` around it inside
+    the loop, no unconditional ``break``/``return`` ending the first iteration, not ``range(1)``."""
     for parent in ctx.ancestors(call.node):
         if parent is loop:
             break
-        if is_pass_filter(ctx, parent):
-            continue  # the backward runs on every pass the filter selects
+        if is_pass_filter(ctx, parent) or periodic_guard(ctx, parent, loop):
+            continue  # the backward runs on every pass the filter (or ``i % k == 0``) selects
         if isinstance(parent, (ast.If, ast.IfExp, ast.ExceptHandler, getattr(ast, "Match", ast.If))):
             return False
         if isinstance(parent, ast.Try) and any(inside(ctx, call.node, s) or s is call.node for s in parent.orelse):

@@ -37,6 +37,27 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
     return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node)
 
 
+def periodic_guard(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` is an ``if`` (no ``else``) of the loop's own body whose test selects every k-th
+    pass (``i % k == 0``: the loop's variable through ``%``, ``//`` or ``&``, with nothing else the
+    loop binds), so what it guards runs on many passes; over ``range(n)`` with constants, only
+    when ``n`` exceeds ``k``."""
+    if not isinstance(node, ast.If) or node.orelse or not any(node is s for s in getattr(loop, "body", ())):
+        return False
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _filters(loop, node) or not _stable(loop, node.test, _declared_global(ctx)):
+        return False
+    bound = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    periodic = [n for n in walk(node.test) if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv, ast.BitAnd))
+                and any(isinstance(m, ast.Name) and m.id in bound for m in walk(n.left))]
+    if not periodic:
+        return False
+    k = periodic[0].right
+    count = loop.iter.args[-1] if isinstance(loop.iter, ast.Call) and getattr(loop.iter.func, "id", "") == "range" and len(loop.iter.args) == 1 else None
+    if isinstance(k, ast.Constant) and isinstance(count, ast.Constant) and isinstance(k.value, int) and isinstance(count.value, int):
+        return count.value > k.value
+    return True
+
+
 def _shared_guard(ctx: FileContext, node: ast.If) -> bool:
     """``node`` is one of several guards with the same stable, many-pass test in a pass's body."""
     block = ctx.parent(node)
