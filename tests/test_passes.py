@@ -125,13 +125,27 @@ def test_shared_guards_are_pass_filters_for_the_rules() -> None:
 def test_an_identity_test_survives_calls_on_its_name(test: str, shared: bool) -> None:
     source = f"""
     for batch in loader:
-        loss = model(batch)
         if {test}:
             loss.backward()
+        log(batch)
         if {test}:
             opt.step()
     """
     assert guards(source) == [shared, shared]
+
+
+@pytest.mark.parametrize("before", ["loss = model(batch)", "batch = batch * 2.0", "batch.mul_(2)"])
+def test_what_the_pass_does_before_the_first_guard_cannot_split_them(before: str) -> None:
+    source = f"""
+    for batch in loader:
+        {before}
+        if batch is not None and batch:
+            loss.backward()
+        if batch is not None and batch:
+            opt.step()
+        batch = None
+    """
+    assert guards(source) == [True, True]
 
 
 def test_a_name_some_function_rebinds_is_not_stable() -> None:

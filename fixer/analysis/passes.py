@@ -95,9 +95,15 @@ def shared_guards(loop: ast.AST, block: list[ast.stmt], rebindable: frozenset[st
     if found is None:
         groups: dict[str, list[ast.If]] = {}
         for stmt in block:
-            if isinstance(stmt, ast.If) and not stmt.orelse and _filters(loop, stmt) and _stable(loop, stmt.test, rebindable):
+            if isinstance(stmt, ast.If) and not stmt.orelse and _filters(loop, stmt):
                 groups.setdefault(ast.dump(stmt.test, annotate_fields=False), []).append(stmt)
-        found = [g for group in groups.values() if len(group) > 1 for g in group]
+        found = []
+        for group in groups.values():
+            # stable from the first guard to the last: what the pass does before or after them
+            # cannot make one guard run without the others
+            span = block[_index(block, group[0]) : _index(block, group[-1]) + 1]
+            if len(group) > 1 and _stable(loop, group[0].test, rebindable, span):
+                found += group
         loop._graphfix_shared_guards = found
     return found
 
@@ -105,17 +111,22 @@ def shared_guards(loop: ast.AST, block: list[ast.stmt], rebindable: frozenset[st
 _PURE = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare)
 
 
-def _stable(loop: ast.AST, test: ast.expr, rebindable: frozenset[str]) -> bool:
-    """``test`` reads only names and constants that nothing in the loop's body binds or deletes,
-    nor calls a method of or hands to a call (which may mutate the object), unless the test only
-    asks for its identity (``x is not None``): it has one value per pass."""
+def _index(block: list[ast.stmt], stmt: ast.stmt) -> int:
+    return next(i for i, s in enumerate(block) if s is stmt)
+
+
+def _stable(loop: ast.AST, test: ast.expr, rebindable: frozenset[str], span: Optional[list[ast.stmt]] = None) -> bool:
+    """``test`` reads only names and constants that nothing in the loop's body (or in ``span`` of
+    it) binds or deletes, nor calls a method of or hands to a call (which may mutate the object),
+    unless the test only asks for its identity (``x is not None``): it has one value per pass (or
+    throughout the span)."""
     if not all(isinstance(n, _PURE) for n in walk(test)):
         return False
     names = {n.id for n in walk(test) if isinstance(n, ast.Name)}
     if names & rebindable:
         return False
     mutable = names - _identity_only(test)
-    for node in (n for stmt in loop.body for n in walk(stmt)):
+    for node in (n for stmt in (loop.body if span is None else span) for n in walk(stmt)):
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node) in names:
             return False
         if isinstance(node, ast.Call) and any(_root(part) in mutable for part in [node.func, *node.args, *(k.value for k in node.keywords)]):
