@@ -59,7 +59,7 @@ import ast
 import re
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls, training_call_text, optimizer_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls, training_call_text, training_functions
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
@@ -193,8 +193,9 @@ def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
     found: dict[BackwardCall, tuple[BackwardCall, bool]] = {}
     if not _may_call_steps(ctx, scope):
         return found  # no call of a function that backpropagates
+    steps = _step_names(ctx)
     for node in scope_nodes(scope):
-        if not isinstance(node, ast.Call):
+        if not isinstance(node, ast.Call) or (dotted(node.func) or "").rpartition(".")[2] not in steps and (dotted(node.func) or "").partition(".")[0] not in steps:
             continue
         helper = called_function(ctx, scope, node.func)
         if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
@@ -224,9 +225,13 @@ def _returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tup
     found: dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]] = {}
     if not _may_call_steps(ctx, scope):
         return found
+    steps = _step_names(ctx)
     for node in scope_nodes(scope):
         stmt = ctx.parents.get(node) if isinstance(node, ast.Call) else None
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
+            continue
+        name = dotted(node.func) or ""
+        if name.rpartition(".")[2] not in steps and name.partition(".")[0] not in steps:
             continue
         helper = called_function(ctx, scope, node.func)
         if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
@@ -237,6 +242,12 @@ def _returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tup
             if inner is not None:
                 found[BackwardCall(node, target, "helper")] = (own, helper, inner)
     return found
+
+
+def _step_names(ctx: FileContext) -> frozenset[str]:
+    """Names a call may use to reach a function that holds a backward pass: the file's own
+    (``training_functions``) and imports of project files whose definition holds one."""
+    return ctx.memo("repeated_step_names", lambda: frozenset(training_functions(ctx)) | frozenset(imported_step_names(ctx)))
 
 
 def _may_call_steps(ctx: FileContext, scope: Scope) -> bool:

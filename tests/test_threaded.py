@@ -111,3 +111,28 @@ def test_a_module_level_meter_update_is_checked_without_error() -> None:
     source = "import torch\nmeter = Meter()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    meter.update(loss)\n"
     result = process_source("t.py", source.encode(), Options(rules=tuple(all_rules())))
     assert result.errors == []
+
+
+MUTUAL = """
+import torch
+def first(x, prev):
+    loss = (x * prev).sum()
+    loss.backward()
+    for i in range(2):
+        prev, _ = second(x, prev)
+    return x * 2, loss
+def second(x, prev):
+    loss = (x * prev).sum()
+    loss.backward()
+    for i in range(2):
+        prev, _ = first(x, prev)
+    return x * 3, loss
+"""
+
+
+def test_step_functions_calling_each_other_in_loops_are_analysed_without_error() -> None:
+    from fixer.engine import Options, process_source
+    from fixer.registry import all_rules
+
+    result = process_source("t.py", MUTUAL.encode(), Options(rules=tuple(all_rules())))
+    assert result.errors == []

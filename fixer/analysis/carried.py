@@ -142,7 +142,20 @@ def _keeps_graph(call: BackwardCall, flag: str) -> bool:
 
 
 def carried_values(ctx: FileContext, scope: Scope) -> list[CarriedValue]:
-    return ctx.memo(("carried_values", id(scope.node)), lambda: list(_find(ctx, scope)))
+    """(Memoised.) A scope asked again while it is being computed (functions calling each other
+    in loops, through ``_carried_by_caller``) answers nothing."""
+    busy = ctx.memo("carried_values_busy", set)
+    if id(scope.node) in busy:
+        return []
+
+    def compute() -> list[CarriedValue]:
+        busy.add(id(scope.node))
+        try:
+            return list(_find(ctx, scope))
+        finally:
+            busy.discard(id(scope.node))
+
+    return ctx.memo(("carried_values", id(scope.node)), compute)
 
 
 def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:

@@ -10,6 +10,7 @@ calls through ``self`` in its class and through names bound to ``ClassName(...)`
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from typing import Iterator, Optional
 
@@ -121,8 +122,12 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
     """(caller scope, call) for each use of the function's name; call None for a use that is not a call."""
     function = scope.node.name
     cls = scope.class_node
+    if _word_counts(ctx)[function] < 2:
+        return  # the text names it only where it is defined (a cheap test before any walk)
+    named = re.compile(r"\b%s\b" % re.escape(function))
     for caller in scopes(ctx):
-        instances = _instances(ctx, caller, cls) if cls is not None else set()
+        if not ctx.mentions(caller.node, named):
+            continue  # only the scopes whose lines name it are walked
         self_name = caller.self_name if cls is not None and caller.class_node is cls else None
         for node in scope_nodes(caller):
             if cls is None and isinstance(node, ast.Name) and node.id == function and node is not scope.node:
@@ -130,18 +135,27 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
             elif cls is not None and isinstance(node, ast.Attribute) and node.attr == function:
                 receiver = node.value
-                if not isinstance(receiver, ast.Name) or receiver.id not in instances | {self_name}:
+                if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls):
                     continue  # another object's method of the same name
                 parent = ctx.parents.get(node)
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
 
 
+def _word_counts(ctx: FileContext) -> "collections.Counter[str]":
+    """How often each identifier occurs in the file's text (one scan)."""
+    return ctx.memo("word_counts", lambda: collections.Counter(re.findall(r"[A-Za-z_]\w*", ctx.source)))
+
+
 def _instances(ctx: FileContext, caller: Scope, cls: ast.ClassDef) -> set[str]:
     """Names bound to ``cls(...)`` in ``caller``."""
-    graph = facts(ctx, caller)
-    return {
-        name
-        for name, definitions in graph.assignments.items()
-        if definitions
-        and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in definitions)
-    }
+
+    def compute() -> set[str]:
+        graph = facts(ctx, caller)
+        return {
+            name
+            for name, definitions in graph.assignments.items()
+            if definitions
+            and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in definitions)
+        }
+
+    return ctx.memo(("instances", id(caller.node), id(cls)), compute)
