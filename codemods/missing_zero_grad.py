@@ -110,8 +110,7 @@ class MissingZeroGrad(Rule):
         loops that clear no gradient (nor call anything that might): each call is one iteration,
         and nothing ever clears the gradients it steps with."""
         loops = call_loops(ctx, scope) if not any(isinstance(n, LOOPS) for n in scope_nodes(scope)) else None
-        checked = {id(s.node) for s in optimizer_scopes(ctx)}
-        if loops is None or any(id(caller.node) in checked for caller, _ in loops):
+        if loops is None or any(id(caller.node) in _optimizer_scope_ids(ctx) for caller, _ in loops):
             return  # a caller's loop that shows optimizer calls is checked, with this call, as a loop
         events = block_events(ctx, scope, scope.node.body, through_calls=True)
         backwards = [e for e in events if e.kind == "backward"]
@@ -125,17 +124,12 @@ class MissingZeroGrad(Rule):
                 return
         step = steps[0]
         zero = f"{step.owner}.zero_grad()"
-        body = scope.node.body
-        first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
         message = (
             f"`{ctx.text(step.call)}` runs on every call of `{scope.node.name}`, which this file makes only inside "
             f"loops, but `{step.owner}`'s gradients are never cleared: each step applies the sum of all gradients "
             f"so far; call `{zero}` before the forward pass"
         )
-        edits: list[Edit] = []
-        if first.lineno > scope.node.lineno:
-            at = attached_start(ctx, first)
-            edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{zero}{ctx.newline}")]
+        edits = _at_top(ctx, scope.node, zero)
         yield self.diagnostic(ctx, step.site, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of `{scope.node.name}`")
 
     def _check_closures(self, ctx: FileContext, scope: Scope) -> Iterator[Diagnostic]:
@@ -162,12 +156,7 @@ class MissingZeroGrad(Rule):
             f"`{call.owner}`'s gradients: each evaluation adds to the gradients of the previous ones (LBFGS "
             f"re-evaluates it several times per step); call `{zero}` at the top of the closure"
         )
-        body = closure.node.body
-        first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
-        edits: list[Edit] = []
-        if first.lineno > closure.node.lineno:
-            at = attached_start(ctx, first)
-            edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{zero}{ctx.newline}")]
+        edits = _at_top(ctx, closure.node, zero)
         return self.diagnostic(ctx, call.node, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of the closure")
 
     def _check_loop(self, ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[Diagnostic]:
@@ -209,6 +198,22 @@ class MissingZeroGrad(Rule):
             edits = [Edit(at, at, f"{ctx.indent_of(first.lineno)}{call}{ctx.newline}")]
         return self.diagnostic(ctx, step.site, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of {where}")
 
+
+
+def _at_top(ctx: FileContext, function: ast.AST, line: str) -> list[Edit]:
+    """Insert ``line`` before the function's first statement (after its docstring), unless the
+    body sits on the ``def`` line."""
+    body = function.body
+    first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
+    if first.lineno <= function.lineno:
+        return []
+    at = attached_start(ctx, first)
+    return [Edit(at, at, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]
+
+
+def _optimizer_scope_ids(ctx: FileContext) -> frozenset[int]:
+    """The scopes the rule checks (``optimizer_scopes``), by node, computed once per file."""
+    return ctx.memo("missing_zero_grad_scopes", lambda: frozenset(id(s.node) for s in optimizer_scopes(ctx)))
 
 
 def _step_function_top(ctx: FileContext, scope: Scope, step: Event) -> Optional[tuple[ast.stmt, str]]:

@@ -193,14 +193,11 @@ def _helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
     found: dict[BackwardCall, tuple[BackwardCall, bool]] = {}
     if not _may_call_steps(ctx, scope):
         return found  # no call of a function that backpropagates
-    steps = _step_names(ctx)
     for node in scope_nodes(scope):
-        if not isinstance(node, ast.Call) or (dotted(node.func) or "").rpartition(".")[2] not in steps and (dotted(node.func) or "").partition(".")[0] not in steps:
+        found_helper = _step_helper(ctx, scope, node) if isinstance(node, ast.Call) else None
+        if found_helper is None:
             continue
-        helper = called_function(ctx, scope, node.func)
-        if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
-            continue
-        own = helper.ctx or ctx  # a function of another project file is read in its own file
+        helper, own = found_helper
         params = [a.arg for a in helper.node.args.posonlyargs + helper.node.args.args]
         if helper.class_node is not None and params:
             params = params[1:]  # self
@@ -225,23 +222,33 @@ def _returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tup
     found: dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]] = {}
     if not _may_call_steps(ctx, scope):
         return found
-    steps = _step_names(ctx)
     for node in scope_nodes(scope):
         stmt = ctx.parents.get(node) if isinstance(node, ast.Call) else None
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
             continue
-        name = dotted(node.func) or ""
-        if name.rpartition(".")[2] not in steps and name.partition(".")[0] not in steps:
+        found_helper = _step_helper(ctx, scope, node)
+        if found_helper is None:
             continue
-        helper = called_function(ctx, scope, node.func)
-        if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
-            continue
-        own = helper.ctx or ctx
+        helper, own = found_helper
         for slot, target in _slots(stmt.targets[0]):
             inner = _returned_backpropagated(own, helper, slot)
             if inner is not None:
                 found[BackwardCall(node, target, "helper")] = (own, helper, inner)
     return found
+
+
+def _step_helper(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[tuple[Scope, FileContext]]:
+    """(the function ``call`` runs, the file it is read in) when it may hold a backward pass: a
+    function of this file that backpropagates or an import of a project file whose definition
+    does (the name is asked first, so other calls are never resolved)."""
+    name = dotted(call.func) or ""
+    steps = _step_names(ctx)
+    if name.rpartition(".")[2] not in steps and name.partition(".")[0] not in steps:
+        return None
+    helper = called_function(ctx, scope, call.func)
+    if helper is None or helper.node is scope.node or isinstance(helper.node, ast.Module):
+        return None
+    return helper, helper.ctx or ctx  # a function of another project file is read in its own file
 
 
 def _step_names(ctx: FileContext) -> frozenset[str]:
@@ -255,8 +262,12 @@ def _may_call_steps(ctx: FileContext, scope: Scope) -> bool:
     file, that holds a backward pass (a cheap gate before walking it)."""
     if ctx.mentions(scope.node, training_call_text(ctx)):
         return True
-    names = imported_step_names(ctx)
-    return bool(names) and ctx.mentions(scope.node, re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))))
+    pattern = ctx.memo("imported_step_pattern", lambda: _words(imported_step_names(ctx)))
+    return pattern is not None and ctx.mentions(scope.node, pattern)
+
+
+def _words(names: set[str]) -> Optional["re.Pattern[str]"]:
+    return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))) if names else None
 
 
 def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.Name]]:

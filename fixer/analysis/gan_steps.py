@@ -424,15 +424,10 @@ def _params(helper: Scope, keyword_only: bool = True) -> list[str]:
 def _argument_names(scope: Scope, call: ast.Call, helper: Scope) -> Optional[dict[str, Optional[str]]]:
     """How the helper's names read in the caller: parameter -> argument key, ``self`` -> the
     caller's self (same class only). None when the call cannot be matched to the parameters."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    nodes = _argument_nodes(call, helper)
+    if nodes is None:
         return None
-    params = _params(helper)
-    names: dict[str, Optional[str]] = dict.fromkeys(params)
-    for param, arg in zip(_params(helper, keyword_only=False), call.args):
-        names[param] = use_key(arg)
-    for keyword in call.keywords:
-        if keyword.arg in params:
-            names[keyword.arg] = use_key(keyword.value)
+    names: dict[str, Optional[str]] = {param: use_key(nodes[param]) if param in nodes else None for param in _params(helper)}
     if helper.self_name is not None:
         if scope.class_node is not helper.class_node or scope.self_name is None:
             return None
