@@ -428,7 +428,7 @@ def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator:
     for node in scope_nodes(scope):
         if isinstance(node, ast.Attribute) and dotted(node.value) == accumulator and node.attr != "append":
             return False  # total.item(), total.cpu(), ...
-        if isinstance(node, ast.Subscript) and dotted(node.value) == accumulator and isinstance(ctx.parents.get(node), ast.Attribute):
+        if isinstance(node, ast.Subscript) and dotted(node.value) == accumulator and isinstance(ctx.parent(node), ast.Attribute):
             return False  # losses[-1].item()
         if isinstance(node, ast.Call) and (qualified(ctx, node.func) or "").startswith("torch."):
             if any(dotted(arg) == accumulator for arg in node.args):
@@ -471,9 +471,9 @@ def _only_reported(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str,
             continue
         if _inside(ctx, node, accumulation) or _is_accumulation_of(ctx.statement_of(node), name):
             continue
-        child, parent = node, ctx.parents.get(node)
+        child, parent = node, ctx.parent(node)
         while isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.FormattedValue, ast.UnaryOp)):
-            child, parent = parent, ctx.parents.get(parent)
+            child, parent = parent, ctx.parent(parent)
         if isinstance(parent, ast.Call) and child is not parent.func:
             callee = parent.func
             if isinstance(callee, ast.Name) and callee.id in TERMINAL_CALLS:

@@ -223,7 +223,7 @@ def _returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tup
     if not _may_call_steps(ctx, scope):
         return found
     for node in scope_nodes(scope):
-        stmt = ctx.parents.get(node) if isinstance(node, ast.Call) else None
+        stmt = ctx.parent(node) if isinstance(node, ast.Call) else None
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
             continue
         found_helper = _step_helper(ctx, scope, node)
@@ -307,7 +307,7 @@ def _unchanged_between(ctx: FileContext, scope: Scope, call: BackwardCall, later
     """The name ``later`` backpropagates still holds what the helper returned at ``call``: its
     reaching definition at ``later`` is that call's assignment alone."""
     defs = facts(ctx, scope).reaching(dotted(later.target), later.node)
-    return len(defs) == 1 and defs[0][0] is ctx.parents.get(call.node)
+    return len(defs) == 1 and defs[0][0] is ctx.parent(call.node)
 
 
 def _step_between(ctx: FileContext, scope: Scope, first: ast.stmt, second: ast.stmt) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fixer.magics import Replacement, neutralise
-from fixer.rule import Diagnostic, Edit
+from fixer.rule import Diagnostic
 from fixer.source import SourceError, detect_newline, split_lines
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import lru_cache
-from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 import codemods
 from fixer.rule import Rule, iter_rule_classes, rule_url

@@ -14,7 +14,6 @@ and an entry naming no rule suppresses nothing: each is a warning, never widened
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass, field

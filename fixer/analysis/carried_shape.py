@@ -203,7 +203,6 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     defined in this file or imported from another project file (``model = Tagger()`` ... ``model(x)``)."""
     from fixer.analysis.bindings import module_classes
     from fixer.analysis.project import imported_class
-    from fixer.analysis.scopes import statement_index
 
     name = dotted(func)
     if name is None:
@@ -212,21 +211,38 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     if given is not None:
         return forward_scope(ctx, given)
     classes = module_classes(ctx)
-    for node in statement_index(ctx).assigns:
-        value = node.value
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "train", "double", "float"):
-            value = value.func.value
-        if isinstance(value, ast.Call) and any(dotted(t) == name for t in node.targets):
-            cls = dotted(value.func)
-            local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None)
-            if cls in classes and local is not None:
-                return local
-            found = imported_class(ctx, qualified(ctx, value.func) or "")
-            if found is not None and found[1].bases:  # a subclass (of nn.Module, if called as one)
-                return next((s for s in scopes(found[0]) if s.class_node is found[1] and s.node.name == "forward"), None)
-            if cls in classes:
-                return None
+    for value in _constructions(ctx).get(name, ()):
+        cls = dotted(value.func)
+        local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None) if cls in classes else None
+        if local is not None:
+            return local
+        found = imported_class(ctx, qualified(ctx, value.func) or "")
+        if found is not None and found[1].bases:  # a subclass (of nn.Module, if called as one)
+            return next((s for s in scopes(found[0]) if s.class_node is found[1] and s.node.name == "forward"), None)
+        if cls in classes:
+            return None
     return None
+
+
+MOVES = ("to", "cuda", "cpu", "train", "double", "float")  # ``Net().to(device)`` is still the ``Net()``
+
+
+def _constructions(ctx: FileContext) -> dict[str, list[ast.Call]]:
+    """Per dotted name, the calls the file's assignments bind it to, in order (one scan)."""
+    from fixer.analysis.scopes import statement_index
+
+    def compute() -> dict[str, list[ast.Call]]:
+        found: dict[str, list[ast.Call]] = {}
+        for node in statement_index(ctx).assigns:
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
+                value = value.func.value
+            if isinstance(value, ast.Call):
+                for name in {dotted(t) for t in node.targets} - {None}:
+                    found.setdefault(name, []).append(value)
+        return found
+
+    return ctx.memo("constructions", compute)
 
 
 def returned_elements(scope: Scope, index: int) -> Optional[list[tuple[ast.Return, ast.expr]]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -85,7 +86,7 @@ def same_guard(a: ast.stmt, b: ast.stmt) -> bool:
 
 def _declared_global(ctx: FileContext) -> frozenset[str]:
     """Names some function of the file may rebind (``global x``, ``nonlocal x``)."""
-    return ctx.memo("declared_global", lambda: frozenset(n for node in walk(ctx.tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names))
+    return ctx.memo("declared_global", lambda: frozenset(n for node in statement_index(ctx).declarations for n in node.names))
 
 
 def shared_guards(loop: ast.AST, block: list[ast.stmt], rebindable: frozenset[str] = frozenset()) -> list[ast.If]:

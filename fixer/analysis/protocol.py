@@ -14,7 +14,7 @@ from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter, loop_of_pass
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 

@@ -131,13 +131,13 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
         self_name = caller.self_name if cls is not None and caller.class_node is cls else None
         for node in scope_nodes(caller):
             if cls is None and isinstance(node, ast.Name) and node.id == function and node is not scope.node:
-                parent = ctx.parents.get(node)
+                parent = ctx.parent(node)
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
             elif cls is not None and isinstance(node, ast.Attribute) and node.attr == function:
                 receiver = node.value
                 if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls):
                     continue  # another object's method of the same name
-                parent = ctx.parents.get(node)
+                parent = ctx.parent(node)
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
 
 

@@ -147,7 +147,7 @@ def _callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> b
         for caller, site in sites:
             if site is None or caller is scope:
                 return False
-            stmt = ctx.parents.get(site)
+            stmt = ctx.parent(site)
             if isinstance(stmt, ast.Expr):
                 continue
             if not isinstance(stmt, ast.Assign) or stmt.value is not site:

@@ -42,12 +42,14 @@ class Scope:
 
 @dataclass
 class StatementIndex:
-    """One walk over the file's statements (not expressions): scopes, imports, classes, assignments."""
+    """One walk over the file's statements (not expressions): scopes, imports, classes, assignments,
+    ``global`` and ``nonlocal`` declarations."""
 
     scopes: list[Scope] = field(default_factory=list)
     imports: list[Union[ast.Import, ast.ImportFrom]] = field(default_factory=list)
     classes: list[ast.ClassDef] = field(default_factory=list)
     assigns: list[ast.Assign] = field(default_factory=list)
+    declarations: list[Union[ast.Global, ast.Nonlocal]] = field(default_factory=list)
 
 
 STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -73,6 +75,8 @@ def statement_index(ctx: FileContext) -> StatementIndex:
                         index.imports.append(child)
                     elif isinstance(child, ast.Assign):
                         index.assigns.append(child)
+                    elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                        index.declarations.append(child)
                     visit(child, cls)
 
         visit(ctx.tree, None)

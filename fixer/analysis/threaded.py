@@ -160,7 +160,7 @@ def _returned_slot(scope: Scope, name: str) -> Optional[int]:
 def _bound_slot(ctx: FileContext, caller: Scope, call: ast.Call, name: str) -> Optional[int]:
     """Where ``name = f(..., name)`` or ``..., name, ... = f(...)`` in a loop of ``caller`` that
     binds ``name`` nowhere else takes ``name`` from the result: WHOLE or a tuple position."""
-    stmt = ctx.parents.get(call)
+    stmt = ctx.parent(call)
     if not isinstance(stmt, ast.Assign) or stmt.value is not call or len(stmt.targets) != 1:
         return None
     target = stmt.targets[0]
