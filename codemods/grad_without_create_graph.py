@@ -52,11 +52,13 @@ backward graph.
 from __future__ import annotations
 
 import ast
+import os
 import re
-from typing import Iterator, Optional
+from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.graph import facts
+from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, keyword_edit
@@ -112,11 +114,11 @@ class GradWithoutCreateGraph(Rule):
                 continue
             stmt = ctx.statement_of(node)
             consumer = _follow(ctx, scope, stmt, node, _targets(stmt), 0)
-            if consumer is not None and consumer.node is not backward.node:
+            if consumer is not None and consumer.call.node is not backward.node:
                 reported.add(id(backward.node))
                 yield self._report(ctx, backward, consumer)
 
-    def _report(self, ctx: FileContext, call: BackwardCall, consumer: BackwardCall) -> Diagnostic:
+    def _report(self, ctx: FileContext, call: BackwardCall, consumer: "Consumer") -> Diagnostic:
         retain = call.keyword("retain_graph")
         if retain is None:
             edits = [keyword_edit(ctx, call.node, "create_graph")]
@@ -129,8 +131,8 @@ class GradWithoutCreateGraph(Rule):
             ctx,
             call.node,
             f"the gradients {'of this autograd.grad' if call.kind == 'autograd.grad' else 'this backward writes to .grad'} "
-            f"reach `{ctx.text(consumer.target)}`, backpropagated on line "
-            f"{consumer.node.lineno}, but without create_graph=True they are constants: the outer gradient misses "
+            f"reach `{consumer.ctx.text(consumer.call.target)}`, backpropagated on line "
+            f"{consumer.call.node.lineno}{_elsewhere(ctx, consumer)}, but without create_graph=True they are constants: the outer gradient misses "
             f"their derivative (the penalty or second-order term). Pass create_graph=True",
             edits,
             Applicability.UNSAFE,
@@ -138,7 +140,18 @@ class GradWithoutCreateGraph(Rule):
         )
 
 
-def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) -> Optional[BackwardCall]:
+class Consumer(NamedTuple):
+    ctx: FileContext  # the file of the backward call (a caller's, for a helper of another file)
+    call: BackwardCall
+
+
+def _elsewhere(ctx: FileContext, consumer: Consumer) -> str:
+    if consumer.ctx is ctx:
+        return ""
+    return f" of {os.path.relpath(consumer.ctx.path, os.path.dirname(os.path.abspath(ctx.path)))}"
+
+
+def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) -> Optional[Consumer]:
     """The first later backward call whose target derives from the value of ``source`` (the
     autograd.grad call, or a call of a helper function that returns what derives from it)."""
     calls = backward_calls(ctx, scope)
@@ -150,19 +163,19 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
         return _through_callers(ctx, scope, depth)
     for later in calls:
         if later.node is not source and not _before(later.node, source) and any(node is source for node in flowing_nodes(ctx, later.target)):
-            return later  # (... autograd.grad(...) ...).backward()
+            return Consumer(ctx, later)  # (... autograd.grad(...) ...).backward()
     derived: set[str] = _collected_into(stmt) if isinstance(stmt, ast.Expr) else _targets(stmt)
     return _follow(ctx, scope, stmt, source, derived, depth)
 
 
-def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, derived: set[str], depth: int) -> Optional[BackwardCall]:
+def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, derived: set[str], depth: int) -> Optional[Consumer]:
     """The first backward after ``stmt`` whose target derives from the names in ``derived``."""
     calls = backward_calls(ctx, scope)
     consumers = {id(c.node): c for c in calls if c.node is not source and _before(source, c.node)}
     for node in (n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and _before(stmt, n)):
         for backward in _backward_calls_in(node, consumers):
             if _flows(ctx, backward.target, derived) and not _new_chain(ctx, backward, derived):
-                return backward
+                return Consumer(ctx, backward)
         if isinstance(node, ast.Return) and node.value is not None and _flows(ctx, node.value, derived):
             return _through_callers(ctx, scope, depth)
         if under_no_grad(ctx, node):
@@ -260,8 +273,9 @@ def _is_fresh_leaf(value: ast.expr) -> bool:
     return any(k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is True for k in value.keywords)
 
 
-def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[BackwardCall]:
-    """A helper returns the derived value: follow each call of it in the file (by its name)."""
+def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[Consumer]:
+    """A helper returns the derived value: follow each call of it in the file (by its name), then
+    in the other project files that import it."""
     if depth >= MAX_DEPTH or isinstance(helper.node, ast.Module):
         return None
     for scope in scopes(ctx):
@@ -272,6 +286,11 @@ def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[Ba
                 found = _consumer(ctx, scope, node, depth + 1)
                 if found is not None:
                     return found
+    for caller in importer_calls(ctx, helper):
+        if not caller.ctx.mentions(caller.scope.node, FIRST_ORDER):
+            found = _consumer(caller.ctx, caller.scope, caller.call, depth + 1)
+            if found is not None:
+                return found
     return None
 
 

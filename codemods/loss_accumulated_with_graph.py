@@ -66,8 +66,10 @@ from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.carried_flow import position
 from fixer.analysis.project import called_function
+from fixer.analysis.retained_walks import returned_only_for_numbers
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
+from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Diagnostic, Edit, Rule
@@ -177,11 +179,18 @@ def _logged_record(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast
     stmt, record = defs[0]
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return None
-    loops = enclosing_loops(ctx, at, scope)
-    if not loops or not _inside(ctx, stmt, loops[0]) or (stmt.lineno, stmt.col_offset) > (at.lineno, at.col_offset):
+    iteration = _iteration(ctx, scope, at)  # a loop's pass, or a step function's call
+    if iteration is not scope.node and not _inside(ctx, stmt, iteration) or (stmt.lineno, stmt.col_offset) > (at.lineno, at.col_offset):
         return None
-    reads = [n for n in scope_nodes(scope) if isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Load)]
-    return record if reads == [value] else None
+    reads = [n for n in scope_nodes(scope) if isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Load) and n is not value]
+    return record if all(_returned_for_numbers(ctx, scope, n) for n in reads) else None
+
+
+def _returned_for_numbers(ctx: FileContext, scope: Scope, name: ast.Name) -> bool:
+    """``return ..., record`` that every caller drops or reads only for numbers."""
+    parent = ctx.parent(name)
+    returned = ctx.parent(parent) if isinstance(parent, ast.Tuple) else parent
+    return isinstance(returned, ast.Return) and returned_only_for_numbers(ctx, scope, returned, name)
 
 
 def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[tuple[ast.stmt, str, ast.expr]]:
@@ -443,13 +452,12 @@ TERMINAL_METHODS = frozenset({"item", "tolist", "numpy", "log", "info", "debug",
 
 def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str, value: ast.expr) -> bool:
     """``val_loss += loss`` in a loop that does not backpropagate, in a function whose own backward
-    proves gradients are recorded (and that never changes the grad mode), when the total is a local
+    (or a call of a step function that backpropagates on every call) proves gradients are recorded (and that never changes the grad mode), when the total is a local
     that is only printed, logged or turned into a number: each batch's graph lives until the loop ends."""
-    if isinstance(scope.node, ast.Module) and not backward_calls(ctx, scope):
-        return False
+    training = backward_calls(ctx, scope) + training_calls(ctx, scope)  # its own backward, or a step function's
     if "." in accumulator or not enclosing_loops(ctx, stmt, scope):
         return False
-    if not any(not under_no_grad(ctx, call.node) for call in backward_calls(ctx, scope)):
+    if not any(not under_no_grad(ctx, call.node) for call in training):
         return False  # nothing shows that this function runs with gradients on
     if not graph.carries_graph(value, stmt):
         return False

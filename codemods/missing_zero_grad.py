@@ -109,9 +109,8 @@ class MissingZeroGrad(Rule):
         """A function (or method) that backpropagates and steps, called by this file only inside
         loops that clear no gradient (nor call anything that might): each call is one iteration,
         and nothing ever clears the gradients it steps with."""
-        loops = call_loops(ctx, scope) if not any(isinstance(n, LOOPS) for n in scope_nodes(scope)) else None
-        if loops is None or any(id(caller.node) in _optimizer_scope_ids(ctx) for caller, _ in loops):
-            return  # a caller's loop that shows optimizer calls is checked, with this call, as a loop
+        if isinstance(scope.node, ast.Module) or any(isinstance(n, LOOPS) for n in scope_nodes(scope)):
+            return
         events = block_events(ctx, scope, scope.node.body, through_calls=True)
         backwards = [e for e in events if e.kind == "backward"]
         if not backwards or any(e.spelling == "owner" or e.conditional for e in backwards) or any(e.kind == "zero_grad" for e in events):
@@ -119,13 +118,17 @@ class MissingZeroGrad(Rule):
         steps = [e for e in events if e.kind == "step" and not e.conditional and e.index > backwards[0].index and is_plain_step(e)]
         if len(steps) != 1 or steps[0].via is not None or _zeroed_in_loop(ctx, scope, scope.node, steps[0].owner):
             return
-        for caller, loop in loops:
-            if any(e.kind == "zero_grad" for e in block_events(ctx, caller, pass_body(loop), through_calls=True)) or _mentions_other_reset(ctx, loop):
+        loops = call_loops(ctx, scope)
+        if loops is None or any(id(caller.node) in _optimizer_scope_ids(own) for own, caller, _ in loops):
+            return  # a caller's loop that shows optimizer calls is checked, with this call, as a loop
+        for own, caller, loop in loops:
+            if any(e.kind == "zero_grad" for e in block_events(own, caller, pass_body(loop), through_calls=True)) or _mentions_other_reset(own, loop):
                 return
         step = steps[0]
         zero = f"{step.owner}.zero_grad()"
+        where = "this file makes" if all(own is ctx for own, _, _ in loops) else "the project makes"
         message = (
-            f"`{ctx.text(step.call)}` runs on every call of `{scope.node.name}`, which this file makes only inside "
+            f"`{ctx.text(step.call)}` runs on every call of `{scope.node.name}`, which {where} only inside "
             f"loops, but `{step.owner}`'s gradients are never cleared: each step applies the sum of all gradients "
             f"so far; call `{zero}` before the forward pass"
         )

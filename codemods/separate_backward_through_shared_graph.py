@@ -5,9 +5,13 @@ call does not pass `retain_graph=True`: multi-task heads, actor-critic losses on
 two networks chained into each other, losses returned by helper functions of the same file. Also
 `for loss in losses: loss.backward()` over a list (or `for name, loss in losses.items()` over a
 dict) whose elements share such a part (the outputs of one forward pass, heads on one trunk):
-the fix backpropagates `sum(losses)` (`sum(losses.values())`) once. Other statements in such a
-loop that touch no gradient or parameter (`print(...)`, a counter) leave the finding but get no
-fix: where they go relative to the one backward is the author's choice.
+the fix backpropagates `sum(losses)` (`sum(losses.values())`) once. A filter around the backward
+that calls nothing (`if loss is not None:`, `if enabled[task]:`) becomes the sum's condition
+(`sum(loss for task, loss in losses.items() if enabled[task]).backward()`); a function of the
+project whose whole body is its argument's `backward()` (`self.backprop(loss)`) is called once
+with the sum. Other statements in such a loop that touch no gradient or parameter (`print(...)`,
+a counter) leave the finding but get no fix: where they go relative to the one backward is the
+author's choice; so does a call that also passes the loop's variables (`trainer.step(name, loss)`).
 
 ## Why is this bad?
 The first backward frees the saved tensors of every node it walks, including the shared part.
@@ -49,7 +53,8 @@ Only plain `loss.backward()` calls are merged; calls with arguments (`gradient=`
 other spellings (`scaler.scale(loss).backward()`, `accelerator.backward(loss)`) get `retain_graph`.
 
 ## Fix safety
-The merge is safe: the gradients of the sum are the sums of the gradients, identical up to
+The merge of a filtered loop is unsafe: when the filter keeps no loss, the sum is `0`, which has
+no `backward()`. Otherwise the merge is safe: the gradients of the sum are the sums of the gradients, identical up to
 floating-point rounding, and nothing between the calls looked at the intermediate gradients.
 `retain_graph=True` changes no gradient at all: it keeps the saved tensors until the last
 backward, so the program computes exactly the gradients it was written to compute. It is marked
@@ -63,11 +68,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.passes import guarded_unit, same_guard
+from fixer.analysis.project import called_function
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls
 from fixer.analysis.shared_graph import (
@@ -97,11 +103,11 @@ class SeparateBackwardThroughSharedGraph(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
             calls = [c for c in backward_calls(ctx, scope) if _standalone(ctx, c)]
-            for call in calls:
-                loop = _loop_over_losses(ctx, scope, call)
-                if loop is not None:
-                    yield _merge_loop(self, ctx, loop)
             steps = [c for c in training_calls(ctx, scope) if _standalone(ctx, c)]
+            for call in calls + steps:
+                found = _loop_over_losses(ctx, scope, call)
+                if found is not None:
+                    yield _merge_loop(self, ctx, scope, call, *found)
             calls = sorted(calls + steps, key=lambda c: (c.node.lineno, c.node.col_offset)) if steps else calls
             if len(calls) < 2:
                 continue
@@ -128,20 +134,28 @@ class SeparateBackwardThroughSharedGraph(Rule):
                 yield _retain(self, ctx, scope, call, partner, origins)
 
 
-def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.For]:
+def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[tuple[ast.For, list[ast.expr]]]:
     """``for loss in losses: loss.backward()`` over a list whose elements share a saving part of
     one graph: ``[crit(o, y) for o in model(x)]`` (one forward's outputs), ``[crit(head(h), y) for
-    head in heads]`` (one trunk), ``[loss_a, loss_b]``. The loop's other statements, if any, touch
-    no gradient, parameter or name the loop reads (``print(...)``, a counter)."""
-    stmt = ctx.statement_of(call.node)
-    loop = ctx.parent(stmt)
-    if not isinstance(loop, ast.For) or loop.orelse or not _plain(call) or not any(s is stmt for s in loop.body):
+    head in heads]`` (one trunk), ``[loss_a, loss_b]``. The backward may sit under a filter of the
+    loss (``if loss is not None:``) or in a function that only backpropagates its argument
+    (``train_step(loss)``). The loop's other statements, if any, touch no gradient, parameter or
+    name the loop reads (``print(...)``, a counter). Returns the loop and its filters' tests."""
+    unit = ctx.statement_of(call.node)
+    tests: list[ast.expr] = []  # filters, outermost first
+    while isinstance(parent := ctx.parent(unit), ast.If) and not parent.orelse and len(parent.body) == 1 and _pure_test(parent.test):
+        unit = parent
+        tests.insert(0, parent.test)
+    loop = ctx.parent(unit)
+    if not isinstance(loop, ast.For) or loop.orelse or not any(s is unit for s in loop.body):
         return None
-    if not isinstance(call.target, ast.Name) or _loop_value(loop) != call.target.id:
+    if _loss_of(ctx, scope, call) != _loop_value(loop) or _loop_value(loop) is None:
         return None
-    others = [s for s in loop.body if s is not stmt]
+    others = [s for s in loop.body if s is not unit]
     if others and not _inert(ctx, scope, others, loop):
         return None
+    if {n.id for t in tests for n in walk(t) if isinstance(n, ast.Name)} & _bound_in(loop.body) - _bound_in([loop.target]):
+        return None  # the filter reads what the loop's body computes
     items = loop.iter
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args:
         if items.func.attr not in ("values", "items") or (items.func.attr == "items") != isinstance(loop.target, ast.Tuple):
@@ -174,7 +188,55 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
         shared = frozenset().union(*(graph_origins(ctx, scope, n, at) for n in sources)) if sources else frozenset()
     else:
         return None
-    return loop if any(o.saves for o in shared) else None
+    return (loop, tests) if any(o.saves for o in shared) else None
+
+
+PURE_TEST = (ast.Name, ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Subscript, ast.Tuple)
+
+
+def _pure_test(test: ast.expr) -> bool:
+    """A filter that calls nothing: evaluating it for every loss before any backward reads what
+    evaluating it between them would (``loss is not None``, ``name != "aux"``, ``loss.requires_grad``)."""
+    return all(isinstance(n, PURE_TEST) or isinstance(n, (ast.expr_context, ast.cmpop, ast.boolop, ast.unaryop)) for n in ast.walk(test))
+
+
+def _reads(expr: ast.expr, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
+
+
+def _bound_in(stmts: list[ast.AST]) -> set[str]:
+    return {n.id for s in stmts for n in walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+def _loss_of(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[str]:
+    """The name ``call`` backpropagates with its plain ``backward()``: ``loss.backward()``, or
+    ``train_step(loss)`` of a function whose whole body is its parameter's ``backward()``."""
+    if call.kind == "method":
+        return call.target.id if _plain(call) and isinstance(call.target, ast.Name) else None
+    wrapper = _backward_wrapper(ctx, scope, call)
+    return wrapper[1].id if wrapper else None
+
+
+def _backward_wrapper(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[tuple[str, ast.Name]]:
+    """(parameter, argument) when ``call`` runs a function of the project whose body (past its
+    docstring) is only ``parameter.backward()`` and passes a plain name for that parameter."""
+    if call.kind != "call" or call.node.keywords or any(isinstance(a, ast.Starred) for a in call.node.args):
+        return None
+    callee = called_function(ctx, scope, call.node.func)
+    if callee is None or not isinstance(callee.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or callee.node.decorator_list:
+        return None
+    body = callee.node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    inner = backward_call(callee.ctx or ctx, body[0].value) if len(body) == 1 and isinstance(body[0], ast.Expr) else None
+    if inner is None or not _plain(inner) or not isinstance(inner.target, ast.Name):
+        return None
+    params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
+    params = params[1:] if callee.self_name else params
+    if params.count(inner.target.id) != 1 or len(call.node.args) != len(params) or callee.node.args.kwonlyargs:
+        return None
+    argument = call.node.args[params.index(inner.target.id)]
+    return (inner.target.id, argument) if isinstance(argument, ast.Name) else None
 
 
 def _inert(ctx: FileContext, scope: Scope, stmts: list[ast.stmt], loop: ast.For) -> bool:
@@ -192,22 +254,31 @@ def _loop_value(loop: ast.For) -> Optional[str]:
     return target.id if isinstance(target, ast.Name) else None
 
 
-def _merge_loop(rule: Rule, ctx: FileContext, loop: ast.For) -> Diagnostic:
+def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, loop: ast.For, tests: list[ast.expr]) -> Diagnostic:
     items = ctx.text(loop.iter)
-    if items.endswith(".items()"):
+    if items.endswith(".items()") and not tests:
         items = items[: -len(".items()")] + ".values()"
-    edits = []
-    if ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
+    value = _loop_value(loop)
+    condition = " and ".join(f"({ctx.text(t)})" if len(tests) > 1 and isinstance(t, (ast.BoolOp, ast.IfExp, ast.NamedExpr)) else ctx.text(t) for t in tests)
+    total = f"sum({items})" if not tests else f"sum({value} for {ctx.text(loop.target)} in {items} if {condition})"
+    once, edits = f"{total}.backward()", []
+    argument = _backward_wrapper(ctx, scope, call)[1] if call.kind == "call" else None
+    if argument is not None and any(_reads(a, _bound_in([loop.target])) for a in call.node.args if a is not argument):
+        pass  # another argument reads the loop's variables: no single call of the function stands for the loop
+    elif ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
+        if argument is not None:  # the function that backpropagates its argument, called once with the sum
+            (start, end), (at, until) = ctx.span(call.node), ctx.span(argument)
+            once = ctx.source[start:at] + total + ctx.source[until:end]
         start, end = ctx.span(loop)
-        edits = [Edit(start, end, f"sum({items}).backward()")]
+        edits = [Edit(start, end, once)]
     return rule.diagnostic(
         ctx,
         loop,
         f"The losses in `{items}` share one graph; the first backward in this loop frees it and the second "
-        f"raises 'backward through the graph a second time'. Backpropagate their sum once: `sum({items}).backward()`",
+        f"raises 'backward through the graph a second time'. Backpropagate their sum once: `{once}`",
         edits,
-        Applicability.SAFE,
-        title=f"Backpropagate `sum({items})` once",
+        Applicability.SAFE if not tests else Applicability.UNSAFE,  # a filter may keep no loss: `0` has no backward
+        title=f"Backpropagate `{total}` once",
     )
 
 

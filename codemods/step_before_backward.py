@@ -159,7 +159,7 @@ def _each_pass(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> bool:
     if block is not getattr(scope.node, "body", None):
         return False
     loops = call_loops(ctx, scope)
-    return loops is not None and not any(_primed_at(ctx, caller, loop) for caller, loop in loops)
+    return loops is not None and not any(_primed_at(own, caller, loop) for own, caller, loop in loops)
 
 
 def _primed(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> bool:

@@ -247,7 +247,7 @@ def _hashable(recorded: Any) -> depends.Fingerprint:
     kind = recorded[0]
     if kind == depends.BOUND:
         return (kind, recorded[1])
-    if kind == depends.FOLDER:
+    if kind in (depends.FOLDER, depends.MODULES):
         return (kind, tuple(recorded[1]) if recorded[1] else None, tuple(recorded[2]))
     return (tuple(kind) if kind else None, recorded[1])
 

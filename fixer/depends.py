@@ -19,16 +19,18 @@ import functools
 import os
 import stat
 import time
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
 from fixer.source import SourceError, read_bytes
 
 # (stat signature or None, digest) of a file; None for an absent one; (FOLDER, (mtime, inode) or None, names) of a
 # folder where the names (paths below it) were looked for and not found: unchanged while its
 # listing is (no entry added, removed or renamed), else while none of the names exists; (BOUND,
-# folder or None) under ``<folder>/.git``: the nearest folder holding ``.git`` from there up
+# folder or None) under ``<folder>/.git``: the nearest folder holding ``.git`` from there up;
+# (MODULES, (mtime, inode) or None, names) under ``<folder>/*.py``: the folder's Python files, for
+# an analysis that read every one of them that might import a module (``fixer.analysis.importers``)
 Fingerprint = Optional[tuple[Any, Any]]
-FOLDER, BOUND = "folder", "bound"
+FOLDER, BOUND, MODULES = "folder", "bound", "modules"
 RACY_SECONDS = 2.0  # a file this recently modified may change again within its timestamp's tick
 MEMO_LIMIT = 65536  # answers a remembered function keeps (the oldest half goes past it)
 
@@ -105,6 +107,45 @@ def probed(path: str, found: bool) -> bool:
         else:
             merge(_active, _absence(path))
     return found
+
+
+def modules_listed(folder: str, names: "Iterable[str]") -> None:
+    """Record that the analysis looked at the Python files of ``folder`` (``names``): unchanged
+    while none is added, removed or renamed."""
+    if _active is not None:
+        _active[os.path.join(folder, "*.py")] = (MODULES, _trusted_listing(folder), tuple(sorted(names)))
+
+
+def python_files(folder: str) -> list[str]:
+    """The names of the regular ``.py`` files in ``folder`` (empty if it cannot be listed)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if e.name.endswith(".py") and e.is_file())
+    except OSError:
+        return []
+
+
+def _trusted_listing(folder: str) -> Optional[tuple[int, int]]:
+    """The folder's (mtime, inode), or None when it changed too recently to trust it."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ino) if time.time() - st.st_mtime >= RACY_SECONDS else None
+
+
+def _same_modules(pattern: str, recorded: tuple) -> tuple[bool, Fingerprint]:
+    folder = os.path.dirname(pattern)
+    _, listing, names = recorded
+    try:
+        st = os.stat(folder)
+        now = (st.st_mtime_ns, st.st_ino)
+    except OSError:
+        now = None
+    if listing is not None and now == tuple(listing):
+        return True, recorded
+    found = tuple(python_files(folder))
+    return found == tuple(names), (MODULES, _trusted_listing(folder), found)
 
 
 def git_root(folder: str) -> Optional[str]:
@@ -255,6 +296,8 @@ def unchanged(path: str, recorded: Fingerprint) -> tuple[bool, Fingerprint]:
         return _still_missing(path, recorded)
     if recorded is not None and recorded[0] == BOUND:
         return _git_root(os.path.dirname(path)) == recorded[1], recorded
+    if recorded is not None and recorded[0] == MODULES:
+        return _same_modules(path, recorded)
     try:
         st = os.stat(path)
     except OSError:

@@ -357,4 +357,6 @@ def test_every_project_file_an_analysis_opens_is_recorded(tmp_path, spelling):
     with depends.collect() as again:
         assert [d.code for d in process_file(str(second), options).diagnostics] == ["GF105"]
     assert (project_files - {str(train)}) | {str(second)} <= set(again)
-    assert {p: f for p, f in found.items() if p != str(train)} == {p: f for p, f in again.items() if p != str(second)}
+    # (each may also have read the other while looking for callers of its functions)
+    own = (str(train), str(second))
+    assert {p: f for p, f in found.items() if p not in own} == {p: f for p, f in again.items() if p not in own}

@@ -209,3 +209,45 @@ def test_a_missing_name_is_rechecked_when_its_folder_changes(tmp_path):
     assert depends.unchanged(str(tmp_path / "pkg"), pkg)[0] is False
     (tmp_path / "nets.py").mkdir()  # not a module, but there: any entry of that name counts
     assert depends.unchanged(str(tmp_path), now)[0] is False
+
+
+PENALTY_HELPER = '''import torch
+
+
+def gradient_penalty(critic, points):
+    points = points.clone().requires_grad_()
+    grads = torch.autograd.grad(critic(points).sum(), points)[0]
+    return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+'''
+PENALTY_CALLER = '''import torch
+from penalty import gradient_penalty
+
+critic = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(critic.parameters(), lr=0.1)
+for step in range(3):
+    real = torch.randn(4, 3)
+    loss = -critic(real).mean() + 10 * gradient_penalty(critic, real)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+def test_a_caller_in_another_file_that_appears_changes_or_goes(tmp_path):
+    """GF107 on a helper whose penalty is backpropagated only by an importing file: the helper's
+    entry depends on its folder's Python files and on each caller it read."""
+    (tmp_path / "penalty.py").write_text(PENALTY_HELPER)
+    age(*tmp_path.iterdir(), tmp_path)
+    assert _findings(graphfix(".", cwd=tmp_path)) == []  # nobody backpropagates the penalty
+    (tmp_path / "train.py").write_text(PENALTY_CALLER)
+    age(*tmp_path.iterdir(), tmp_path)
+    found = _findings(graphfix(".", cwd=tmp_path))
+    assert [c for c, _ in found] == ["penalty.py"] and found[0][1] != "CACHED"
+    mark_cached(tmp_path, "penalty.py")
+    assert _findings(graphfix(".", cwd=tmp_path)) == [("penalty.py", "CACHED")]  # nothing changed: a hit
+    # the caller now logs the penalty only: the helper is analysed again and is silent
+    (tmp_path / "train.py").write_text(PENALTY_CALLER.replace("+ 10 * gradient_penalty(critic, real)", "\n    print(gradient_penalty(critic, real).item())"))
+    assert _findings(graphfix(".", cwd=tmp_path)) == []
+    (tmp_path / "train.py").unlink()
+    age(tmp_path)
+    assert _findings(graphfix(".", cwd=tmp_path)) == []

@@ -30,7 +30,8 @@ from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
-from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
+from fixer.analysis.importers import project_call_sites
+from fixer.analysis.retained_callers import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, returned_into
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
@@ -105,13 +106,14 @@ def carrying_parameters(ctx: FileContext, scope: Scope) -> frozenset[str]:
 
 
 def _carried_by_caller(ctx: FileContext, scope: Scope, name: str) -> bool:
-    """The caller's loop already carries what it passes for the parameter ``name`` (its step call
-    backpropagates it): that finding, with its cut in the loop, stands for this one."""
+    """The caller's loop (in this file or one importing it) already carries what it passes for the
+    parameter ``name`` (its step call backpropagates it): that finding, with its cut in the loop,
+    stands for this one."""
     position = parameter_position(scope, name)
-    for caller, call in call_sites(ctx, scope):
+    for own, caller, call in project_call_sites(ctx, scope):
         argument = argument_of(call, name, position) if call is not None and position is not None else None
         if caller is not scope and isinstance(argument, ast.Name):
-            if any(v.name == argument.id for v in carried_values(ctx, caller)):
+            if any(v.name == argument.id for v in carried_values(own, caller)):
                 return True
     return False
 

@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 
 from fixer import depends
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, scopes, statement_index
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import parse
 from fixer.source import SourceError, decode
@@ -41,13 +41,47 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
     if name is None:
         return None
     head, _, attr = name.partition(".")
+    instance_of = None
     for candidate in _functions_named(ctx).get(attr or head, ()):
         node = candidate.node
         if not attr and node.name == head and candidate.class_node is None and ctx.parent(node) is ctx.tree:
             return candidate
         if attr and "." not in attr and head == scope.self_name and node.name == attr and candidate.class_node is scope.class_node:
             return candidate
+        if attr and "." not in attr and head != scope.self_name and candidate.class_node is not None:
+            instance_of = instance_of or [_instance_of(ctx, scope, head)]
+            if candidate.class_node is instance_of[0]:
+                return candidate
     return imported_function(ctx, func) if imported else None
+
+
+def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
+    """The class of this file that ``name`` holds an instance of: every binding of it in the scope
+    (or, when the scope binds it nowhere, in the module) is ``Cls(...)`` of one module-level class."""
+
+    def bound_values(where: Scope) -> Optional[list[ast.AST]]:
+        values = []
+        for node in scope_nodes(where):
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return None
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                parent = ctx.parent(node)
+                values.append(parent.value if isinstance(parent, ast.Assign) and node in parent.targets else None)
+        return values
+
+    from fixer.analysis.instances import instance_class  # instances reads the graph facts
+
+    def compute() -> Optional[ast.ClassDef]:
+        args = getattr(scope.node, "args", None)
+        if args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}:
+            return None
+        values = bound_values(scope)
+        if values == [] and not isinstance(scope.node, ast.Module):
+            values = bound_values(scopes(ctx)[0])
+        classes = {id(c): c for c in (instance_class(ctx, v) for v in values or [None])}
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    return ctx.memo(("instance_of", id(scope.node), name), compute)
 
 
 def _functions_named(ctx: FileContext) -> dict[str, list[Scope]]:

@@ -130,10 +130,12 @@ def is_loop_body(ctx: FileContext, block: list[ast.stmt]) -> bool:
     return loop_of_pass(ctx, block) is not None
 
 
-def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[Scope, ast.AST]]]:
-    """When every use of the function or method of ``scope`` in this file is a call inside a loop
-    (``for batch in loader: train_step(batch)``), its body is one pass of those loops: (caller,
-    innermost loop) per call. None when some use is not such a call, or there is none."""
+def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[FileContext, Scope, ast.AST]]]:
+    """When every use of the function or method of ``scope`` that the project shows (in this file,
+    and for a module-level function in the files that import it) is a call inside a loop (``for
+    batch in loader: train_step(batch)``), its body is one pass of those loops: (the caller's
+    file, caller, innermost loop) per call. None when some use is not such a call, or there is none."""
+    from fixer.analysis.importers import importer_calls
     from fixer.analysis.retained_callers import call_sites
     from fixer.analysis.scopes import enclosing_loops
 
@@ -145,7 +147,12 @@ def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[Scope, ast
         loops = enclosing_loops(ctx, ctx.statement_of(call), caller) if call is not None and caller is not scope else []
         if not loops:
             return None
-        found.append((caller, loops[0]))
+        found.append((ctx, caller, loops[0]))
+    for imported in importer_calls(ctx, scope):
+        loops = enclosing_loops(imported.ctx, imported.ctx.statement_of(imported.call), imported.scope)
+        if not loops:
+            return None
+        found.append((imported.ctx, imported.scope, loops[0]))
     return found or None
 
 

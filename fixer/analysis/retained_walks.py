@@ -98,12 +98,22 @@ def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -
     return None
 
 
+def returned_only_for_numbers(ctx: FileContext, scope: Scope, node: ast.Return, value: ast.expr) -> bool:
+    """``value`` (the whole result of ``node``, or one element of its returned tuple) reaches no
+    caller that could backpropagate through it (``callers_only_read``)."""
+    if node.value is value:
+        return callers_only_read(ctx, scope, None)
+    elts = node.value.elts if isinstance(node.value, ast.Tuple) else []
+    slot = next((i for i, e in enumerate(elts) if e is value), None)
+    return slot is not None and callers_only_read(ctx, scope, slot)
+
+
 def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator[tuple[ast.expr, str]]:
     if isinstance(node, ast.Return) and node.value is not None:
         # each part of the result escapes unless every caller drops it or only reads numbers from it
         parts = list(enumerate(node.value.elts)) if isinstance(node.value, ast.Tuple) else [(None, node.value)]
         for slot, part in parts:
-            if not _callers_only_read(ctx, scope, slot):
+            if not callers_only_read(ctx, scope, slot):
                 yield part, "is returned"
     elif isinstance(node, (ast.Yield, ast.YieldFrom)) and node.value is not None:
         yield node.value, "is returned"
@@ -131,7 +141,7 @@ def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator
 READING_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "detach", "size", "dim", "numel"})
 
 
-def _callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bool:
+def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bool:
     """``scope`` is a plain function used only by calls of this file, each dropping its result or
     binding it (or its element ``slot`` of a returned tuple) to names that the caller reads only
     for numbers (``loss.item()``, ``print(loss)``, ``float(loss)``): no caller can backpropagate

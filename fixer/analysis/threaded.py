@@ -22,6 +22,7 @@ import ast
 from typing import Optional
 
 from fixer.analysis.graph import facts
+from fixer.analysis.importers import project_call_sites
 from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
 from fixer.context import FileContext
@@ -75,12 +76,12 @@ def _caller_slot(ctx: FileContext, scope: Scope, name: str) -> Optional[int]:
     if position is None:
         return None
     slots = set()
-    for caller, call in call_sites(ctx, scope):
+    for own, caller, call in project_call_sites(ctx, scope):
         if call is None:
             return None  # passed around as a value: other callers are unknown
         argument = argument_of(call, name, position)
         if isinstance(argument, ast.Name):
-            slot = _bound_slot(ctx, caller, call, argument.id)
+            slot = _bound_slot(own, caller, call, argument.id)
             if slot is not None:
                 slots.add(slot)
     return slots.pop() if len(slots) == 1 else None
@@ -97,11 +98,11 @@ def _persistent(ctx: FileContext, scope: Scope, name: str) -> bool:
     if position is None or any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) for n in scope_nodes(scope)):
         return False  # rebound inside the function: later changes are not the caller's object
     persistent = False
-    for caller, call in call_sites(ctx, scope):
+    for own, caller, call in project_call_sites(ctx, scope):
         if call is None:
             return False
         argument = argument_of(call, name, position)
-        if isinstance(argument, ast.Name) and _kept_by_loop(ctx, caller, ctx.statement_of(call), argument.id):
+        if isinstance(argument, ast.Name) and _kept_by_loop(own, caller, own.statement_of(call), argument.id):
             persistent = True
     return persistent
 

@@ -195,14 +195,16 @@ def _entry_frame(use_stack, built_stack, freeing_stack) -> int:
 
 def _first_backward(freeing: Call, failing: Call) -> Piece:
     """The first of two backward calls, seen where both are (a helper's call, not its inside);
-    the same line run twice in one loop is shown at the loop, which the fix rewrites."""
+    the same line run twice in one loop is shown at the loop, which the fix rewrites (the
+    innermost frame in a loop: ``for loss in losses: self.backprop(loss)`` runs one helper line
+    twice)."""
     index = divergence(failing.stack, freeing.stack)[1]
     piece = Piece.at("first backward", freeing.stack, freeing.iteration + 1, index)
     if freeing.stack == failing.stack:
-        code, line = freeing.stack[0]
-        loop = loop_line(code, line)
-        if loop is not None:
-            return Piece("first backward", code.co_filename, loop, freeing.iteration + 1, _text(code.co_filename, loop))
+        for code, line in freeing.stack:
+            loop = loop_line(code, line)
+            if loop is not None:
+                return Piece("first backward", code.co_filename, loop, freeing.iteration + 1, _text(code.co_filename, loop))
     return piece
 
 

@@ -1,0 +1,106 @@
+"""Calls of a module-level function from the other files of its project that import it: the
+callers of ``calc_gradient_penalty`` in ``train.py`` when ``helpers.py`` defines it.
+
+A function's callers sit beside its module or above it: the files of its folder, and when that
+folder is a package, of each package folder above and of the folder holding the top package (its
+scripts). Only files whose text names the function and imports something are parsed, and a call
+counts only when the caller's own imports resolve it to this very function (``project``). Each
+file read and each folder's set of Python files are recorded for the result cache (a new caller
+changes the answer)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Iterator, NamedTuple, Optional
+
+from fixer import depends
+from fixer.analysis.names import dotted
+from fixer.analysis.project import _load, _read, bound_of, imported_function
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.context import FileContext
+
+MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
+
+
+class ImportedCall(NamedTuple):
+    ctx: FileContext  # the calling file
+    scope: Scope  # the calling function (or module)
+    call: ast.Call
+
+
+def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
+    """Calls of ``helper`` (a module-level function of ``ctx``'s file) in other project files."""
+    node = helper.node
+    if helper.class_node is not None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.parent(node) is not ctx.tree:
+        return []
+    if ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
+        return []
+    here = os.path.abspath(ctx.path)
+    return ctx.memo(("importer_calls", id(node)), lambda: list(_calls_from(here, node.name)))
+
+
+def _calls_from(here: str, name: str):
+    word = re.compile(r"\b%s\b" % re.escape(name))
+    for path in _neighbours(here):
+        if path == here:
+            continue
+        data = _read(path)
+        if b"import" not in data or not _names(data, name.encode()):
+            continue
+        other = _load(path)
+        if other is None:
+            continue
+        for scope in scopes(other):
+            if not other.mentions(scope.node, word):
+                continue
+            for call in scope_nodes(scope):
+                if isinstance(call, ast.Call) and (dotted(call.func) or "").rpartition(".")[2] == name:
+                    callee = imported_function(other, call.func)
+                    if callee is not None and callee.ctx is not None and os.path.abspath(callee.ctx.path) == here and callee.node.name == name:
+                        yield ImportedCall(other, scope, call)
+
+
+def _names(data: bytes, name: bytes) -> bool:
+    """``name`` occurs in ``data`` as a whole word (found at memchr speed, then its edges checked)."""
+    at = data.find(name)
+    while at >= 0:
+        before = data[at - 1 : at] if at else b" "
+        after = data[at + len(name) : at + len(name) + 1] or b" "
+        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+            return True
+        at = data.find(name, at + 1)
+    return False
+
+
+def _neighbours(here: str) -> list[str]:
+    """The Python files of the module's folder, of each package folder above it and of the folder
+    holding its top package, within the project's bound; at most MAX_FILES."""
+    folder = os.path.dirname(here)
+    bound = bound_of(folder)
+    folders = [folder]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder or bound is not None and not (parent + os.sep).startswith(bound.rstrip(os.sep) + os.sep) and parent != bound:
+            break
+        folder = parent
+        folders.append(folder)
+    found: list[str] = []
+    for each in folders:
+        names = depends.python_files(each)
+        depends.modules_listed(each, names)
+        found += [os.path.join(each, n) for n in names]
+    return found[:MAX_FILES]
+
+
+def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileContext, Scope, Optional[ast.Call]]]:
+    """``retained_callers.call_sites`` with each caller's file (this one), then the calls of the
+    importing files for a module-level function: (caller's file, caller, call or None for a use
+    that is not a call)."""
+    from fixer.analysis.retained_callers import call_sites
+
+    for caller, call in call_sites(ctx, scope):
+        yield ctx, caller, call
+    for imported in importer_calls(ctx, scope):
+        yield imported.ctx, imported.scope, imported.call
