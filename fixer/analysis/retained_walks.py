@@ -90,7 +90,8 @@ def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -
     local = set(graph.graph.assignments)
     for node in scope_nodes(scope):
         for value, what in _escaping_values(ctx, scope, graph, node, call, local):
-            if set(graph.of(value, node).defs) & own.defs.keys():
+            # a statement of the graph that stores (``self.h = self.net(x)``) stores part of it
+            if id(node) in own.defs or set(graph.of(value, node).defs) & own.defs.keys():
                 return f"a value of its graph {what} (line {node.lineno})"
     for name in _names_read_elsewhere(ctx, scope):
         if set(graph.of_anywhere(name).defs) & own.defs.keys():
@@ -122,7 +123,8 @@ def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator
         for target in targets:
             for element in walk(target):
                 if isinstance(element, ast.Attribute) and isinstance(element.ctx, ast.Store):
-                    yield node.value, f"is stored on `{dotted(element) or 'an object'}`"
+                    if not _field_for_numbers(ctx, scope, node, element):
+                        yield node.value, f"is stored on `{dotted(element) or 'an object'}`"
                 elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and not _owned(element, local):
                     yield node.value, "is stored in a container this function does not own"
                 elif isinstance(element, ast.Name) and element.id in _declared_global(scope):
@@ -171,6 +173,70 @@ def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bo
         return True
 
     return ctx.memo(("callers_only_read", id(scope.node), slot), compute)
+
+
+def _field_for_numbers(ctx: FileContext, scope: Scope, stmt: ast.stmt, target: ast.Attribute) -> bool:
+    """``self.attr = value`` at the top of a method whose field nothing can backpropagate through
+    later: no other method of the class reads it, none hands its object on (``helper(self)``),
+    this method reads it only after the store, and
+    the objects the file constructs (``trainer = Trainer(...)``) are used only to call methods and
+    to read fields, this one for numbers (``trainer.loss.item()``, ``loss = trainer.loss`` then
+    ``print(loss)``)."""
+    cls, me = scope.class_node, scope.self_name
+    if cls is None or not me or not (isinstance(target.value, ast.Name) and target.value.id == me) or ctx.parent(stmt) is not scope.node:
+        return False
+    attr = target.attr
+
+    def reads(method: Scope) -> list[ast.Attribute]:
+        return [n for n in scope_nodes(method) if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name) and n.value.id == method.self_name]
+
+    def compute() -> bool:
+        from fixer.analysis.class_model import class_methods, constructions
+        from fixer.analysis.graph import scope_of
+
+        sites, methods = constructions(ctx, cls), class_methods(ctx, cls).values()
+        if not sites or any(reads(m) for m in methods if m.node is not scope.node) or any(_hands_itself(ctx, m) for m in methods):
+            return False
+        if any((n.lineno, n.col_offset) < (stmt.end_lineno, stmt.end_col_offset) for n in reads(scope)):
+            return False  # the previous call's value is read before this call replaces it
+        for call in sites:
+            assign = ctx.parent(call)
+            if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name)):
+                return False
+            owner, instance = scope_of(ctx, assign), assign.targets[0].id
+            for other in scopes(ctx):
+                for node in scope_nodes(other):
+                    if not (isinstance(node, ast.Name) and node.id == instance and isinstance(node.ctx, ast.Load)):
+                        continue
+                    use = ctx.parent(node)
+                    if other is not owner or not isinstance(use, ast.Attribute):
+                        return False  # passed on, stored, or read by another function
+                    if use.attr == attr and not _numbers_only(ctx, owner, use):
+                        return False
+        return True
+
+    return ctx.memo(("field_for_numbers", id(scope.node), id(stmt), attr), compute)
+
+
+def _hands_itself(ctx: FileContext, method: Scope) -> bool:
+    """The method uses its object otherwise than through an attribute (``compute_loss(self)``,
+    ``return self``): whoever gets it may read any field."""
+    return any(
+        isinstance(n, ast.Name) and n.id == method.self_name and isinstance(n.ctx, ast.Load) and not isinstance(ctx.parent(n), ast.Attribute)
+        for n in scope_nodes(method)
+    )
+
+
+def _numbers_only(ctx: FileContext, owner: Scope, read: ast.expr) -> bool:
+    """``read`` is turned into a number on the spot, or bound to a name that only is."""
+    if _read_for_numbers(ctx, read):
+        return True
+    assign = ctx.parent(read)
+    if not (isinstance(assign, ast.Assign) and assign.value is read and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name)):
+        return False
+    name = assign.targets[0].id
+    return all(_read_for_numbers(ctx, n) for n in scope_nodes(owner) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
 
 
 def _read_for_numbers(ctx: FileContext, name: ast.Name) -> bool:
