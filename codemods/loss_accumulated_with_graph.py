@@ -65,9 +65,10 @@ from fixer.analysis.held_values import held_name
 from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.carried_flow import position
+from fixer.analysis.class_model import held_for_life
 from fixer.analysis.project import called_function
 from fixer.analysis.retained_walks import returned_only_for_numbers
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
@@ -241,6 +242,10 @@ def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
     values = [v for _, v in defs]
     if graph and not defs and name and graph.scope is not None:  # a parameter: what the callers pass
         values = argument_values(graph.ctx, graph.scope, name) or []
+        me = graph.scope.self_name
+        given = held_for_life(graph.ctx).get("self." + name[len(me) + 1 :]) if me and name.startswith(me + ".") else None
+        if given is not None:  # self.losses given at the one construction (Trainer(..., losses)): what that name is bound to
+            values = [a.value for a in statement_index(graph.ctx).assigns if any(dotted(t) == given for t in a.targets)]
     verdicts = [judge(graph.ctx, v) for v in values] if graph else []
     if verdicts and None not in verdicts:
         return all(verdicts)
@@ -406,10 +411,10 @@ FULL_REDUCTIONS = frozenset({"mean", "sum", "prod", "norm", "std", "var", "max",
 
 
 def _full_reduction(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast.expr, at: ast.AST, depth: int = 2) -> bool:
-    """``value`` is a one-element tensor by construction: ``x.mean()`` (no dimension), a name bound only
-    to such values, or a call of a function of this project whose every return is one."""
-    if isinstance(value, ast.Name):
-        defs = graph.reaching(value.id, at)
+    """``value`` is a one-element tensor by construction: ``x.mean()`` (no dimension), a name (or a
+    field of ``self``) bound only to such values, or a call of a function of this project whose every return is one."""
+    if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value):  # ``mae``, ``self.mae``
+        defs = graph.reaching(dotted(value), at)
         return bool(defs) and depth > 0 and all(v is not None and _full_reduction(ctx, scope, graph, v, s, depth - 1) for s, v in defs)
     if not isinstance(value, ast.Call):
         return False

@@ -9,7 +9,7 @@ the fix backpropagates `sum(losses)` (`sum(losses.values())`) once. A filter aro
 that calls nothing (`if loss is not None:`, `if enabled[task]:`) becomes the sum's condition
 (`sum(loss for task, loss in losses.items() if enabled[task]).backward()`); a function of the
 project whose whole body is its argument's `backward()` (`self.backprop(loss)`) is called once
-with the sum. Other statements in such a loop that touch no gradient or parameter (`print(...)`,
+with the sum; a step function that does more with each loss is reported without an edit. Other statements in such a loop that touch no gradient or parameter (`print(...)`,
 a counter) leave the finding but get no fix: where they go relative to the one backward is the
 author's choice; so does a call that also passes the loop's variables (`trainer.step(name, loss)`).
 
@@ -210,11 +210,11 @@ def _bound_in(stmts: list[ast.AST]) -> set[str]:
 
 def _loss_of(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[str]:
     """The name ``call`` backpropagates with its plain ``backward()``: ``loss.backward()``, or
-    ``train_step(loss)`` of a function whose whole body is its parameter's ``backward()``."""
+    ``train_step(loss)`` of a function that backpropagates that parameter on every call."""
     if call.kind == "method":
         return call.target.id if _plain(call) and isinstance(call.target, ast.Name) else None
-    wrapper = _backward_wrapper(ctx, scope, call)
-    return wrapper[1].id if wrapper else None
+    fed = call.target.elts if call.kind == "call" else []  # what a step function's every call backpropagates
+    return fed[0].id if len(fed) == 1 and isinstance(fed[0], ast.Name) else None
 
 
 def _backward_wrapper(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[tuple[str, ast.Name]]:
@@ -262,9 +262,10 @@ def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, 
     condition = " and ".join(f"({ctx.text(t)})" if len(tests) > 1 and isinstance(t, (ast.BoolOp, ast.IfExp, ast.NamedExpr)) else ctx.text(t) for t in tests)
     total = f"sum({items})" if not tests else f"sum({value} for {ctx.text(loop.target)} in {items} if {condition})"
     once, edits = f"{total}.backward()", []
-    argument = _backward_wrapper(ctx, scope, call)[1] if call.kind == "call" else None
-    if argument is not None and any(_reads(a, _bound_in([loop.target])) for a in call.node.args if a is not argument):
-        pass  # another argument reads the loop's variables: no single call of the function stands for the loop
+    wrapper = _backward_wrapper(ctx, scope, call) if call.kind == "call" else None
+    argument = wrapper[1] if wrapper else None
+    if call.kind == "call" and (argument is None or any(_reads(a, _bound_in([loop.target])) for a in call.node.args if a is not argument)):
+        pass  # the function does more than backpropagate, or another argument reads the loop's variables
     elif ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
         if argument is not None:  # the function that backpropagates its argument, called once with the sum
             (start, end), (at, until) = ctx.span(call.node), ctx.span(argument)

@@ -20,6 +20,7 @@ Shared by tests/test_metamorphic.py (a sample) and benchmarks/metamorphic.py (ev
 from __future__ import annotations
 
 import ast
+import collections
 import builtins
 import io
 import re
@@ -76,10 +77,14 @@ def rename(source: str, how: Optional[Callable[[str], str]]) -> str:
     names = local_names(ast.parse(source))
     order = {name: index for index, name in enumerate(sorted(names))}
     new_name = how or (lambda name: f"n{order[name]}")
+    mapping = {name: new_name(name) for name in names}
+    taken = collections.Counter(mapping.values())
+    # one-to-one, as a rename must be: ``trainer = Trainer()`` upper-cased would bind the class's name
+    mapping = {name: new if taken[new] == 1 else f"{new}{order[name]}" for name, new in mapping.items()}
     tokens, previous = [], None
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.NAME and token.string in names and not (previous and previous.string == "."):
-            token = token._replace(string=new_name(token.string))
+            token = token._replace(string=mapping[token.string])
         tokens.append(token)
         if token.type not in (tokenize.NL, tokenize.COMMENT):
             previous = token

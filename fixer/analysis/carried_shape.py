@@ -211,7 +211,7 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     if given is not None:
         return forward_scope(ctx, given)
     classes = module_classes(ctx)
-    for value in _constructions(ctx).get(name, ()):
+    for value in bound_calls(ctx).get(name, ()):
         cls = dotted(value.func)
         local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None) if cls in classes else None
         if local is not None:
@@ -227,7 +227,7 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
 MOVES = ("to", "cuda", "cpu", "train", "double", "float")  # ``Net().to(device)`` is still the ``Net()``
 
 
-def _constructions(ctx: FileContext) -> dict[str, list[ast.Call]]:
+def bound_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
     """Per dotted name, the calls the file's assignments bind it to, in order (one scan)."""
     from fixer.analysis.scopes import statement_index
 
