@@ -66,7 +66,7 @@ from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.carried_flow import position
 from fixer.analysis.class_model import held_for_life
-from fixer.analysis.project import called_function
+from fixer.analysis.project import called_function, imported_class
 from fixer.analysis.retained_walks import returned_only_for_numbers
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
@@ -255,10 +255,13 @@ def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
 
 
 def _is_meter_call(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
-    """``Meter()``: its class's ``update`` keeps the value (a class of this file), or its name says
-    meter (another package's); None when neither tells."""
+    """``Meter()``: its class's ``update`` keeps the value (a class of this file or of another
+    project file), or its name says meter (another package's); None when neither tells."""
     cls = instance_class(ctx, value)
     kept = keeps_argument(ctx, cls, "update") if cls is not None else None
+    if cls is None and isinstance(value, ast.Call):  # a class of another project file, read there
+        found = imported_class(ctx, qualified(ctx, value.func) or "")
+        kept = keeps_argument(found[0], found[1], "update") if found is not None else None
     if kept is not None:
         return kept
     if isinstance(value, ast.Call) and METER_NAME.search(last_name(value.func) or ""):

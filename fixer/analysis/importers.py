@@ -104,3 +104,31 @@ def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileCon
         yield ctx, caller, call
     for imported in importer_calls(ctx, scope):
         yield imported.ctx, imported.scope, imported.call
+
+
+def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
+    """The other project files that use the module-level class ``cls`` of ``ctx``'s file through
+    their imports (``from models import Net`` ... ``Net()``)."""
+    from fixer.analysis.names import qualified
+    from fixer.analysis.project import imported_class
+
+    if ctx.parent(cls) is not ctx.tree or ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
+        return []
+    here, name = os.path.abspath(ctx.path), cls.name
+
+    def compute() -> list[FileContext]:
+        found = []
+        for path in _neighbours(here):
+            data = _read(path) if path != here else b""
+            if b"import" not in data or not _names(data, name.encode()):
+                continue
+            other = _load(path)
+            uses = [n for n in ast.walk(other.tree) if isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name] if other else []
+            for use in uses:
+                known = imported_class(other, qualified(other, use) or "")
+                if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
+                    found.append(other)
+                    break
+        return found
+
+    return ctx.memo(("class_importers", id(cls)), compute)

@@ -28,6 +28,7 @@ from fixer.analysis.carried_flow import (
 )
 from fixer.analysis.bindings import module_classes
 from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
@@ -173,7 +174,7 @@ def _returns(method: Scope) -> list[ast.Return]:
 def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:
     """Another method (not construction) assigns the attribute, any method detaches/resets it, or
     code outside the class assigns it on an instance (``model.hidden = model.init_hidden()`` in the
-    training loop). On the forward path, another method's graph-free store is a reset at each
+    training loop, also in a file that imports the class). On the forward path, another method's graph-free store is a reset at each
     sequence start (``forward`` calling ``init_state`` before unrolling ``step``) unless a test of
     the attribute itself guards it (``if self.h is None:``, a lazy initialisation that runs once)."""
     own = {id(m.node) for m in methods}
@@ -184,6 +185,8 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
                     scope = scope_of(ctx, stmt)
                     if id(scope.node) not in own and dotted(node.value) != scope.self_name:
                         return True  # another object's attribute of that name: an instance of this class
+    if method.class_node is not None and any(_assigned_on_objects(other, attr) for other in class_importers(ctx, method.class_node)):
+        return True  # the training loop of a file that imports the class resets it
     for other in methods:
         name = f"{other.self_name}.{attr}"
         if other.node.name not in SETUP and name in facts(ctx, other).assignments:
@@ -193,6 +196,19 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
             if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
                 if name in names_in(ctx.statement_of(node)):
                     return True
+    return False
+
+
+def _assigned_on_objects(ctx: FileContext, attr: str) -> bool:
+    """Code of the file stores ``<object>.attr`` on an object other than its own ``self``
+    (``model.hidden = None``)."""
+    for stmt in statement_index(ctx).assigns:
+        scope = scope_of(ctx, stmt)
+        if any(
+            isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store) and dotted(node.value) != scope.self_name
+            for target in stmt.targets for node in walk(target)
+        ):
+            return True
     return False
 
 

@@ -145,8 +145,29 @@ class GraphSources:
             return
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             self._visit(arg, at, True, back, out, seen, bound)
+        if self._reads_tensor_of_module(call):
+            out.unknown = True  # compute_loss(loss, model) returning loss + model.reg_loss
         if isinstance(func, ast.Attribute) and self._is_value(func.value, func.attr):
             self._visit(func.value, at, through_call, back, out, seen, bound)
+
+    def _reads_tensor_of_module(self, call: ast.Call) -> bool:
+        """A project function the call runs reads a tensor-named attribute (``model.reg_loss``) of a
+        module it is given: a tensor kept on the module, as if read here."""
+        given = [i for i, a in enumerate(call.args) if isinstance(a, (ast.Name, ast.Attribute)) and dotted(a) and self._is_module_path(dotted(a))]
+        if not given:
+            return False
+        from fixer.analysis.project import called_function
+
+        callee = called_function(self.ctx, self.scope, call.func)
+        if callee is None or isinstance(callee.node, ast.Module):
+            return False
+        params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args][1 if callee.self_name else 0 :]
+        names = {params[i] for i in given if i < len(params)}
+        return any(
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names and isinstance(n.ctx, ast.Load)
+            and TENSOR_NAME.search(n.attr) and not MODULE_NAME.match(n.attr)
+            for n in scope_nodes(callee)
+        )
 
     def _is_value(self, receiver: ast.expr, method: str) -> bool:
         """In ``receiver.method(...)``, is ``receiver`` a tensor (not an object offering a method)?"""
