@@ -287,6 +287,7 @@ def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int
         value = ret.value
         if slot is not None:
             value = value.elts[slot] if isinstance(value, ast.Tuple) and slot < len(value.elts) else None
+        value = held_name(ctx, helper, value) or value if value is not None else None  # return out["loss"]
         if not isinstance(value, ast.Name):
             return None
         names.add(value.id)

@@ -66,6 +66,7 @@ from typing import Iterator, Optional
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
 from fixer.analysis.bindings import imported_names, module_names
 from fixer.analysis.evidence import built_graph
+from fixer.analysis.held_values import held_name
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.protocol import is_docstring
 from fixer.analysis.graph_reuse import (
@@ -301,7 +302,9 @@ def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.A
     """(name, assignment) for names read in the loop, bound only by one assignment before it whose
     value carries a graph with saved tensors from tensors that surely require grad."""
     assigned = _assigned_in(ctx, loop)
-    read = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - assigned
+    read = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read |= {held.id for n in body if isinstance(n, (ast.Subscript, ast.Attribute)) and (held := held_name(ctx, scope, n)) is not None}
+    read -= assigned  # (``out["loss"]`` after ``out = {"loss": loss}`` reads ``loss``)
     for name in sorted(read):
         if any(not hasattr(stmt, "lineno") for stmt, _ in graph.assignments.get(name, [])):
             continue  # `with ... as name`: GraphFacts.reaching cannot order a withitem

@@ -127,7 +127,21 @@ def _built_once(ctx: FileContext, scope: Scope, init: Scope) -> dict[str, ast.As
 def _called_in_a_loop(ctx: FileContext, name: str) -> bool:
     """The method ``name`` is called as ``x.<name>(...)`` inside a loop of this file; the text
     is asked first, so a file that never calls it is not walked for loops."""
-    return name in _method_calls_in_text(ctx) and name in _called_in_loops(ctx)
+    return name in _method_calls_in_text(ctx) and (name in _called_in_loops(ctx) or _called_in_a_step(ctx, name))
+
+
+def _called_in_a_step(ctx: FileContext, name: str) -> bool:
+    """``x.<name>(...)`` in a function that is one pass of loops (``protocol.call_loops``:
+    ``for batch in ...: train_step(trainer)`` with ``trainer.step(...)`` in ``train_step``)."""
+    from fixer.analysis.protocol import call_loops
+
+    pattern = re.compile(r"\.\s*%s\s*\(" % re.escape(name))
+    return any(
+        not isinstance(scope.node, ast.Module) and ctx.mentions(scope.node, pattern)
+        and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name for n in scope_nodes(scope))
+        and call_loops(ctx, scope) is not None
+        for scope in scopes(ctx)
+    )
 
 
 METHOD_CALL = re.compile(r"\.\s*(\w+)\s*\(")

@@ -155,7 +155,9 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
         f"{held} is built once, before the loop, and backpropagated again in iteration {failed.iteration} after "
         f"the backward at line {freed_by.line} freed its graph: recompute it inside the loop"
     )
-    return Cause("GF102", built, message, evidence)
+    # kept on an object (``self.weights`` set in ``__init__``): the line that fills it, which the fix moves
+    where = stored[0] if stored and "." in holder.name else built
+    return Cause("GF102", where, message, evidence)
 
 
 def _repeated(recorder: Recorder, failing: Call, freeing: Call, freed_by: Piece, failed: Piece) -> Cause:
