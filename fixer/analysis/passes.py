@@ -39,11 +39,11 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
 
 
 def periodic_guard(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
-    """``node`` is an ``if`` (no ``else``) of the loop's own body whose test selects every k-th
-    pass (``i % k == 0``: the loop's variable through ``%``, ``//`` or ``&``, with nothing else the
+    """``node`` is an ``if`` (no ``else``) of the loop's own body (or of a filter's there) whose
+    test selects every k-th pass (``i % k == 0``: the loop's variable through ``%``, ``//`` or ``&``, with nothing else the
     loop binds), so what it guards runs on many passes; over ``range(n)`` with constants, only
     when ``n`` exceeds ``k``."""
-    if not isinstance(node, ast.If) or node.orelse or not any(node is s for s in getattr(loop, "body", ())):
+    if not isinstance(node, ast.If) or node.orelse or not _in_pass_of(ctx, node, loop):
         return False
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _filters(loop, node) or not _stable(loop, node.test, _declared_global(ctx)):
         return False
@@ -57,6 +57,18 @@ def periodic_guard(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
     if isinstance(k, ast.Constant) and isinstance(count, ast.Constant) and isinstance(k.value, int) and isinstance(count.value, int):
         return count.value > k.value
     return True
+
+
+def _in_pass_of(ctx: FileContext, node: ast.stmt, loop: ast.AST) -> bool:
+    """``node`` is a statement of the loop's own body, or of the body of an ``if`` there that runs
+    on every pass it selects (a filter, or itself a periodic guard: ``if i % 1 == 0:``)."""
+    parent = ctx.parent(node)
+    if parent is loop:
+        return any(node is s for s in getattr(loop, "body", ()))
+    return (
+        isinstance(parent, ast.If) and any(node is s for s in parent.body) and ctx.parent(parent) is not None
+        and (is_pass_filter(ctx, parent, node) or periodic_guard(ctx, parent, loop))
+    )
 
 
 def _shared_guard(ctx: FileContext, node: ast.If) -> bool:
