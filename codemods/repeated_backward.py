@@ -270,11 +270,15 @@ def _words(names: set[str]) -> Optional["re.Pattern[str]"]:
     return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))) if names else None
 
 
-def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.Name]]:
-    if isinstance(target, ast.Name):
+def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.expr]]:
+    """(position in the result or None for all of it, the name or field it is bound to)."""
+    def named(node: ast.expr) -> bool:  # ``loss`` or ``self.loss``
+        return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+
+    if named(target):
         return [(None, target)]
     if isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
-        return [(i, e) for i, e in enumerate(target.elts) if isinstance(e, ast.Name)]
+        return [(i, e) for i, e in enumerate(target.elts) if named(e)]
     return []
 
 
