@@ -69,6 +69,8 @@ from fixer.analysis.class_model import held_for_life
 from fixer.analysis.project import called_function, imported_class
 from fixer.analysis.retained_walks import returned_only_for_numbers
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.importers import project_call_sites
+from fixer.analysis.retained_callers import argument_of, parameter_position
 from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
@@ -434,9 +436,26 @@ def _full_reduction(ctx: FileContext, scope: Scope, graph: GraphFacts, value: as
     )
 
 
-def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str, accumulation: ast.AST) -> bool:
-    """The total starts as a Python number (or empty list) and is never used as a tensor."""
+def _numeric_in_callers(ctx: FileContext, scope: Scope, parameter: str, depth: int) -> bool:
+    """Every call site passes, for ``parameter``, a name its caller starts as a number and uses
+    only as one (the call binding the result back to it is the accumulation there)."""
+    position = parameter_position(scope, parameter)
+    sites = list(project_call_sites(ctx, scope)) if position is not None else []
+    for own, caller, call in sites:
+        argument = argument_of(call, parameter, position) if call is not None else None
+        if caller is scope or not isinstance(argument, ast.Name):
+            return False
+        if not _numeric_use(own, caller, facts(own, caller), argument.id, own.statement_of(call), depth - 1):
+            return False
+    return bool(sites)
+
+
+def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str, accumulation: ast.AST, depth: int = 2) -> bool:
+    """The total starts as a Python number (or empty list) and is never used as a tensor. A total
+    threaded through a step function (``total, loss = step(x, total)``) is judged in each caller."""
     initial = [v for s, v in graph.assignments.get(accumulator, []) if s is not accumulation and not _is_accumulation_of(s, accumulator)]
+    if not initial and "." not in accumulator and depth > 0 and threaded_parameter(ctx, scope, accumulator):
+        return _numeric_in_callers(ctx, scope, accumulator, depth)
     if not initial:
         return False  # e.g. self.total set in another method: type unknown
     for value in initial:
