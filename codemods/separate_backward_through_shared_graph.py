@@ -9,9 +9,10 @@ the fix backpropagates `sum(losses)` (`sum(losses.values())`) once. A filter aro
 that calls nothing (`if loss is not None:`, `if enabled[task]:`) becomes the sum's condition
 (`sum(loss for task, loss in losses.items() if enabled[task]).backward()`); a function of the
 project whose whole body is its argument's `backward()` (`self.backprop(loss)`) is called once
-with the sum; a step function that does more with each loss is reported without an edit. Other statements in such a loop that touch no gradient or parameter (`print(...)`,
-a counter) leave the finding but get no fix: where they go relative to the one backward is the
-author's choice; so does a call that also passes the loop's variables (`trainer.step(name, loss)`).
+with the sum; a step function that does more with each loss is reported without an edit. Other
+statements in such a loop that touch no gradient or parameter (`print(...)`, a counter) leave the
+finding but get no fix: where they go relative to the one backward is the author's choice; so
+does a call that also passes the loop's variables (`trainer.step(name, loss)`).
 
 ## Why is this bad?
 The first backward frees the saved tensors of every node it walks, including the shared part.
@@ -54,7 +55,8 @@ other spellings (`scaler.scale(loss).backward()`, `accelerator.backward(loss)`) 
 
 ## Fix safety
 The merge of a filtered loop is unsafe: when the filter keeps no loss, the sum is `0`, which has
-no `backward()`. Otherwise the merge is safe: the gradients of the sum are the sums of the gradients, identical up to
+no `backward()`. Otherwise the merge is safe: the gradients of the sum are the sums of the
+gradients, identical up to
 floating-point rounding, and nothing between the calls looked at the intermediate gradients.
 `retain_graph=True` changes no gradient at all: it keeps the saved tensors until the last
 backward, so the program computes exactly the gradients it was written to compute. It is marked
@@ -149,7 +151,7 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
     loop = ctx.parent(unit)
     if not isinstance(loop, ast.For) or loop.orelse or not any(s is unit for s in loop.body):
         return None
-    if _loss_of(ctx, scope, call) != _loop_value(loop) or _loop_value(loop) is None:
+    if _loss_of(call) != _loop_value(loop) or _loop_value(loop) is None:
         return None
     others = [s for s in loop.body if s is not unit]
     if others and not _inert(ctx, scope, others, loop):
@@ -191,13 +193,13 @@ def _loop_over_losses(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
     return (loop, tests) if any(o.saves for o in shared) else None
 
 
-PURE_TEST = (ast.Name, ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Subscript, ast.Tuple)
+PURE_TEST = (ast.Name, ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Subscript, ast.Tuple)  # no call
 
 
 def _pure_test(test: ast.expr) -> bool:
     """A filter that calls nothing: evaluating it for every loss before any backward reads what
     evaluating it between them would (``loss is not None``, ``name != "aux"``, ``loss.requires_grad``)."""
-    return all(isinstance(n, PURE_TEST) or isinstance(n, (ast.expr_context, ast.cmpop, ast.boolop, ast.unaryop)) for n in ast.walk(test))
+    return all(isinstance(n, PURE_TEST) for n in walk(test))  # (fixer.nodes.walk skips operators and contexts)
 
 
 def _reads(expr: ast.expr, names: set[str]) -> bool:
@@ -208,7 +210,7 @@ def _bound_in(stmts: list[ast.AST]) -> set[str]:
     return {n.id for s in stmts for n in walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
 
 
-def _loss_of(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[str]:
+def _loss_of(call: BackwardCall) -> Optional[str]:
     """The name ``call`` backpropagates with its plain ``backward()``: ``loss.backward()``, or
     ``train_step(loss)`` of a function that backpropagates that parameter on every call."""
     if call.kind == "method":
@@ -217,9 +219,9 @@ def _loss_of(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[str
     return fed[0].id if len(fed) == 1 and isinstance(fed[0], ast.Name) else None
 
 
-def _backward_wrapper(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[tuple[str, ast.Name]]:
-    """(parameter, argument) when ``call`` runs a function of the project whose body (past its
-    docstring) is only ``parameter.backward()`` and passes a plain name for that parameter."""
+def _backward_wrapper(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.Name]:
+    """The argument ``call`` passes, as a plain name, for the parameter of a function of the
+    project whose body (past its docstring) is only ``parameter.backward()``."""
     if call.kind != "call" or call.node.keywords or any(isinstance(a, ast.Starred) for a in call.node.args):
         return None
     callee = called_function(ctx, scope, call.node.func)
@@ -236,7 +238,7 @@ def _backward_wrapper(ctx: FileContext, scope: Scope, call: BackwardCall) -> Opt
     if params.count(inner.target.id) != 1 or len(call.node.args) != len(params) or callee.node.args.kwonlyargs:
         return None
     argument = call.node.args[params.index(inner.target.id)]
-    return (inner.target.id, argument) if isinstance(argument, ast.Name) else None
+    return argument if isinstance(argument, ast.Name) else None
 
 
 def _inert(ctx: FileContext, scope: Scope, stmts: list[ast.stmt], loop: ast.For) -> bool:
@@ -259,11 +261,10 @@ def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, 
     if items.endswith(".items()") and not tests:
         items = items[: -len(".items()")] + ".values()"
     value = _loop_value(loop)
-    condition = " and ".join(f"({ctx.text(t)})" if len(tests) > 1 and isinstance(t, (ast.BoolOp, ast.IfExp, ast.NamedExpr)) else ctx.text(t) for t in tests)
+    condition = " and ".join(f"({ctx.text(t)})" if len(tests) > 1 and isinstance(t, ast.BoolOp) else ctx.text(t) for t in tests)
     total = f"sum({items})" if not tests else f"sum({value} for {ctx.text(loop.target)} in {items} if {condition})"
     once, edits = f"{total}.backward()", []
-    wrapper = _backward_wrapper(ctx, scope, call) if call.kind == "call" else None
-    argument = wrapper[1] if wrapper else None
+    argument = _backward_wrapper(ctx, scope, call) if call.kind == "call" else None
     if call.kind == "call" and (argument is None or any(_reads(a, _bound_in([loop.target])) for a in call.node.args if a is not argument)):
         pass  # the function does more than backpropagate, or another argument reads the loop's variables
     elif ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum

@@ -43,15 +43,7 @@ def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
 
 def _calls_from(here: str, name: str):
     word = re.compile(r"\b%s\b" % re.escape(name))
-    for path in _neighbours(here):
-        if path == here:
-            continue
-        data = _read(path)
-        if b"import" not in data or not _names(data, name.encode()):
-            continue
-        other = _load(path)
-        if other is None:
-            continue
+    for other in _naming_files(here, name):
         for scope in scopes(other):
             if not other.mentions(scope.node, word):
                 continue
@@ -60,6 +52,21 @@ def _calls_from(here: str, name: str):
                     callee = imported_function(other, call.func)
                     if callee is not None and callee.ctx is not None and os.path.abspath(callee.ctx.path) == here and callee.node.name == name:
                         yield ImportedCall(other, scope, call)
+
+
+def _naming_files(here: str, name: str) -> Iterator[FileContext]:
+    """The parsed neighbours of module ``here`` whose text imports something and names ``name``."""
+    for path in _paths_naming(here, name):
+        other = _load(path)
+        if other is not None:
+            yield other
+
+
+@depends.remembered
+def _paths_naming(here: str, name: str) -> tuple[str, ...]:
+    """(Per process: each neighbour is read once per name asked, not once per caller.)"""
+    word = name.encode()
+    return tuple(p for p in _neighbours(here) if p != here and b"import" in (data := _read(p)) and _names(data, word))
 
 
 def _names(data: bytes, name: bytes) -> bool:
@@ -74,7 +81,8 @@ def _names(data: bytes, name: bytes) -> bool:
     return False
 
 
-def _neighbours(here: str) -> list[str]:
+@depends.remembered
+def _neighbours(here: str) -> tuple[str, ...]:
     """The Python files of the module's folder, of each package folder above it and of the folder
     holding its top package, within the project's bound; at most MAX_FILES."""
     folder = os.path.dirname(here)
@@ -91,7 +99,7 @@ def _neighbours(here: str) -> list[str]:
         names = depends.python_files(each)
         depends.modules_listed(each, names)
         found += [os.path.join(each, n) for n in names]
-    return found[:MAX_FILES]
+    return tuple(found[:MAX_FILES])
 
 
 def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileContext, Scope, Optional[ast.Call]]]:
@@ -118,12 +126,8 @@ def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
 
     def compute() -> list[FileContext]:
         found = []
-        for path in _neighbours(here):
-            data = _read(path) if path != here else b""
-            if b"import" not in data or not _names(data, name.encode()):
-                continue
-            other = _load(path)
-            uses = [n for n in ast.walk(other.tree) if isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name] if other else []
+        for other in _naming_files(here, name):
+            uses = [n for n in ast.walk(other.tree) if isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name]
             for use in uses:
                 known = imported_class(other, qualified(other, use) or "")
                 if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:

@@ -174,17 +174,12 @@ def _returns(method: Scope) -> list[ast.Return]:
 def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:
     """Another method (not construction) assigns the attribute, any method detaches/resets it, or
     code outside the class assigns it on an instance (``model.hidden = model.init_hidden()`` in the
-    training loop, also in a file that imports the class). On the forward path, another method's graph-free store is a reset at each
-    sequence start (``forward`` calling ``init_state`` before unrolling ``step``) unless a test of
-    the attribute itself guards it (``if self.h is None:``, a lazy initialisation that runs once)."""
-    own = {id(m.node) for m in methods}
-    for stmt in statement_index(ctx).assigns:
-        for target in stmt.targets:
-            for node in walk(target):
-                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store):
-                    scope = scope_of(ctx, stmt)
-                    if id(scope.node) not in own and dotted(node.value) != scope.self_name:
-                        return True  # another object's attribute of that name: an instance of this class
+    training loop, also in a file that imports the class). On the forward path, another method's
+    graph-free store is a reset at each sequence start (``forward`` calling ``init_state`` before
+    unrolling ``step``) unless a test of the attribute itself guards it (``if self.h is None:``, a
+    lazy initialisation that runs once)."""
+    if _assigned_on_objects(ctx, attr, skip=frozenset(id(m.node) for m in methods)):
+        return True  # another object's attribute of that name: an instance of this class
     if method.class_node is not None and any(_assigned_on_objects(other, attr) for other in class_importers(ctx, method.class_node)):
         return True  # the training loop of a file that imports the class resets it
     for other in methods:
@@ -199,16 +194,16 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
     return False
 
 
-def _assigned_on_objects(ctx: FileContext, attr: str) -> bool:
-    """Code of the file stores ``<object>.attr`` on an object other than its own ``self``
-    (``model.hidden = None``)."""
+def _assigned_on_objects(ctx: FileContext, attr: str, skip: frozenset[int] = frozenset()) -> bool:
+    """Code of the file (outside the functions whose node ids are in ``skip``) stores
+    ``<object>.attr`` on an object other than its own ``self`` (``model.hidden = None``)."""
     for stmt in statement_index(ctx).assigns:
-        scope = scope_of(ctx, stmt)
-        if any(
-            isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store) and dotted(node.value) != scope.self_name
-            for target in stmt.targets for node in walk(target)
-        ):
-            return True
+        for target in stmt.targets:
+            for node in walk(target):
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store):
+                    scope = scope_of(ctx, stmt)
+                    if id(scope.node) not in skip and dotted(node.value) != scope.self_name:
+                        return True
     return False
 
 

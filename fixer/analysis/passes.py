@@ -66,7 +66,7 @@ def _in_pass_of(ctx: FileContext, node: ast.stmt, loop: ast.AST) -> bool:
     if parent is loop:
         return any(node is s for s in getattr(loop, "body", ()))
     return (
-        isinstance(parent, ast.If) and any(node is s for s in parent.body) and ctx.parent(parent) is not None
+        isinstance(parent, ast.If) and any(node is s for s in parent.body)
         and (is_pass_filter(ctx, parent, node) or periodic_guard(ctx, parent, loop))
     )
 
