@@ -287,7 +287,7 @@ def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[Co
                 if found is not None:
                     return found
     for caller in importer_calls(ctx, helper):
-        if not caller.ctx.mentions(caller.scope.node, FIRST_ORDER):
+        if caller.call is not None and not caller.ctx.mentions(caller.scope.node, FIRST_ORDER):
             found = _consumer(caller.ctx, caller.scope, caller.call, depth + 1)
             if found is not None:
                 return found

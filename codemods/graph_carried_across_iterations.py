@@ -76,10 +76,22 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, Iteration, carried_values, is_container, is_empty_container, is_tensor_buffer, managed_elsewhere, object_class
+from fixer.analysis.carried import (
+    CarriedValue,
+    Iteration,
+    carried_values,
+    field_initials,
+    is_container,
+    is_empty_container,
+    is_tensor_buffer,
+    managed_elsewhere,
+    object_manages,
+    project_object_class,
+)
 from fixer.analysis.carried_flow import Feeding, contains, inside, position
-from fixer.analysis.carried_shape import class_init_values, initial_value
+from fixer.analysis.carried_shape import initial_value
 from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.context import FileContext
@@ -174,20 +186,21 @@ def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
     if value.stored_elsewhere:
         # filled anywhere (``agent.rewards.append(r)`` in the training loop): every empty
         # ``self`` list this call reads into its loss that something appends to
-        filled = {node.func.value.attr for node in walk(ctx.tree) if _appends_to_attribute(node)}
         owner = value.name.split(".", 1)[0]
-        cls = None if owner == scope.self_name else object_class(ctx, owner)
+        found = None if owner == scope.self_name else project_object_class(ctx, owner)
+        users = class_importers(ctx, scope.class_node) if found is None and scope.class_node is not None else []
+        filled = {node.func.value.attr for each in [ctx, *users] for node in walk(each.tree) if _appends_to_attribute(node)}
         for name in sorted(feeding.live):
             if name in buffers or not name.startswith(f"{owner}.") or name.count(".") != 1 or name[len(owner) + 1 :] not in filled:
                 continue
-            if cls is None:
+            if found is None:
                 initial, defined = initial_value(ctx, scope, graph, it, name)
             else:
-                attr = name.split(".", 1)[1]
-                inits = [v for s in scopes(ctx) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(ctx, s, "__init__").items() if k == f"{s.self_name}.{attr}"]
+                inits = field_initials(*found, name.split(".", 1)[1])
                 initial, defined = (inits[0] if inits else None), bool(inits)
             rebuilt = any(inside(ctx, s, it.node) for s, _ in graph.assignments.get(name, []))
-            if defined and is_empty_container(initial) and not rebuilt and not managed_elsewhere(ctx, scope, name, cls):
+            managed = object_manages(ctx, scope, name, found) if found else any(managed_elsewhere(each, scope, name, scope.class_node) for each in [ctx, *users])
+            if defined and is_empty_container(initial) and not rebuilt and not managed:
                 buffers.append(name)
         return buffers
     for node in walk(it.node):

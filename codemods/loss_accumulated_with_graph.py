@@ -3,11 +3,13 @@ Finds a loss tensor that is added to a running total (`running_loss += loss`,
 `total = total + loss`, `losses.append(loss)`, `preds.extend(out)`,
 `preds = torch.cat((preds, out))`, `self.total += loss`, an average meter's
 `loss_meter.update(loss, n)` or `meters["loss"].update(loss, n)`, a record
-`history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method of this file
-returns the loss it backpropagated) in a training loop that
+`history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method (of a class
+of this file or imported from another project file) returns the loss it backpropagated) in a
+training loop that
 backpropagates every iteration, when the total lives longer than the iteration and is never
 backpropagated itself. A LightningModule's `training_step` counts as such a loop (the framework
-backpropagates the loss it returns): `self.training_step_outputs.append(loss)`. Also a
+backpropagates the loss it returns, so such a file is read even with no backward in its text):
+`self.training_step_outputs.append(loss)`. Also a
 validation loop without `torch.no_grad()` (`val_loss += loss`) in a function whose own backward
 shows that gradients are recorded, when that function never switches the grad mode and the total
 is only printed, logged or turned into a number.
@@ -90,6 +92,12 @@ class LossAccumulatedWithGraph(Rule):
     summary = "A loss added to a running total keeps every iteration's autograd graph alive"
     fix_safety = "safe"
 
+    @classmethod
+    def applies_to(cls, data: bytes) -> bool:
+        """Also a Lightning-style module with no backward in its text: the framework
+        backpropagates what ``training_step`` returns."""
+        return super().applies_to(data) or b"def training_step" in data
+
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
             found = list(self._candidates(ctx, scope))
@@ -119,7 +127,7 @@ class LossAccumulatedWithGraph(Rule):
                 evaluation = False
             elif _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
                 evaluation = True
-            elif _calls_training_method(ctx, scope, graph, iteration):
+            elif _calls_training_method(ctx, scope, iteration):
                 evaluation = False
             else:
                 continue  # not a loop that backpropagates every iteration, nor an evaluation loop of a training function
@@ -142,7 +150,7 @@ class LossAccumulatedWithGraph(Rule):
                 ), accumulator, parts[0]
                 continue
             part = _graph_part(graph, value, stmt)
-            if part is None and _returns_backpropagated(ctx, scope, graph, value):
+            if part is None and _returns_backpropagated(ctx, scope, value):
                 part = value  # losses.append(agent.update(batch)): the method returns the loss it backpropagated
             if part is None or _reaches_backward(ctx, scope, graph, accumulator):
                 continue
@@ -531,60 +539,36 @@ def _local_list(graph: GraphFacts, receiver: ast.expr) -> bool:
     return bool(defs) and all(isinstance(v, ast.List) and not v.elts for _, v in defs)
 
 
-def _instance_method(ctx: FileContext, scope: Scope, graph: GraphFacts, func: ast.expr) -> Optional[Scope]:
-    """The method ``agent.update`` runs, when ``agent`` is only ever bound to ``Agent(...)`` of a
-    class of this file."""
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+def _instance_method(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[Scope]:
+    """The method ``agent.update`` runs, when ``agent`` only ever holds an instance of one class
+    of the project (``Agent(...)`` of this file or imported from another)."""
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or func.value.id == scope.self_name:
         return None
-    defs = graph.assignments.get(func.value.id, [])
-    if not defs or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) for _, v in defs):
-        return None
-    classes = {v.func.id for _, v in defs}
-    if len(classes) != 1:
-        return None
-    (cls,) = classes
-    for candidate in scopes(ctx):
-        if candidate.class_node is not None and candidate.class_node.name == cls and getattr(candidate.node, "name", None) == func.attr:
-            return candidate
-    return None
+    method = called_function(ctx, scope, func)
+    return method if method is not None and method.class_node is not None else None
 
 
-def _calls_training_method(ctx: FileContext, scope: Scope, graph: GraphFacts, region: ast.AST) -> bool:
-    methods = _training_methods(ctx)
-    if not methods or not ctx.mentions(region, _method_call_text(ctx, methods)):
-        return False
+def _calls_training_method(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     nodes = scope_nodes(scope) if region is scope.node else walk(region)
     for node in nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _training_methods(ctx):
-            method = _instance_method(ctx, scope, graph, node.func)
-            if method is not None and backward_calls(ctx, method):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            method = _instance_method(ctx, scope, node.func)
+            if method is not None and backward_calls(method.ctx or ctx, method):
                 return True
     return False
 
 
-def _training_methods(ctx: FileContext) -> set[str]:
-    def compute() -> set[str]:
-        if not BACKWARD_TEXT.search(ctx.source):
-            return set()
-        return {s.node.name for s in scopes(ctx) if s.class_node is not None and backward_calls(ctx, s)}
-
-    return ctx.memo("gf301_training_methods", compute)
-
-
-def _method_call_text(ctx: FileContext, methods: set[str]) -> "re.Pattern[str]":
-    return ctx.memo("gf301_method_call_text", lambda: re.compile(r"\.(?:%s)\s*\(" % "|".join(map(re.escape, sorted(methods)))))
-
-
-def _returns_backpropagated(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast.expr) -> bool:
+def _returns_backpropagated(ctx: FileContext, scope: Scope, value: ast.expr) -> bool:
     """``agent.update(...)`` whose method returns, on every path, a name it backpropagated."""
     if not isinstance(value, ast.Call):
         return False
-    method = _instance_method(ctx, scope, graph, value.func)
+    method = _instance_method(ctx, scope, value.func)
     if method is None:
         return False
+    home = method.ctx or ctx
     returns = [n.value for n in scope_nodes(method) if isinstance(n, ast.Return)]
-    backwarded = {call.target_name for call in backward_calls(ctx, method)} - {None}
-    callee = facts(ctx, method)
+    backwarded = {call.target_name for call in backward_calls(home, method)} - {None}
+    callee = facts(home, method)
     return bool(returns) and all(
         isinstance(v, ast.Name) and v.id in backwarded and callee.kind(v, v) == Kind.GRAPH for v in returns
     )

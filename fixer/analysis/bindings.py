@@ -40,7 +40,7 @@ def module_classes(ctx: FileContext) -> set[str]:
     def compute() -> set[str]:
         classes = statement_index(ctx).classes
         local = {c.name for c in classes}
-        found = {name for name in _used_class_names(ctx) - local if _imported_module_class(ctx, name, MAX_BASE_DEPTH)}
+        found = {name for name in used_class_names(ctx) - local if _imported_module_class(ctx, name, MAX_BASE_DEPTH)}
         changed = True
         while changed:
             changed = False
@@ -61,7 +61,7 @@ def module_classes(ctx: FileContext) -> set[str]:
 MAX_BASE_DEPTH = 3  # imported bases followed this deep (``Net(Base)`` with ``Base(nn.Module)`` elsewhere)
 
 
-def _used_class_names(ctx: FileContext) -> set[str]:
+def used_class_names(ctx: FileContext) -> set[str]:
     """Qualified names this file calls in an assignment or derives a class from: the only imported
     names whose classes matter here."""
     names = {qualified(ctx, base) for cls in statement_index(ctx).classes for base in cls.bases}
@@ -132,3 +132,32 @@ def _is_module_construction(ctx: FileContext, value: ast.expr, classes: set[str]
     if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
         return name.rsplit(".", 1)[-1] != "Parameter"
     return name in classes
+
+
+def module_parameter(ctx: FileContext, scope, name: str) -> bool:
+    """The parameter ``name`` of a function holds an ``nn.Module`` on every call the project shows
+    (in this file and in the files importing it): each passes a name its file binds to a module, or
+    constructs one in place. The function never rebinds it; a use that is no call knows nothing."""
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+        return False
+    return ctx.memo(("module_parameter", id(node), name), lambda: _module_parameter(ctx, scope, name))
+
+
+def _module_parameter(ctx: FileContext, scope, name: str) -> bool:
+    from fixer.analysis.importers import project_call_sites
+    from fixer.analysis.retained_callers import argument_of, parameter_position
+    from fixer.analysis.scopes import scope_nodes
+
+    position = parameter_position(scope, name)
+    if position is None or any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in scope_nodes(scope)):
+        return False
+    found = False
+    for own, caller, call in project_call_sites(ctx, scope):
+        argument = argument_of(call, name, position) if call is not None and caller is not scope else None
+        if not isinstance(argument, ast.expr) or isinstance(argument, ast.Starred):
+            return False
+        if not (dotted(argument) in module_names(own) or _is_module_construction(own, argument, module_classes(own))):
+            return False
+        found = True
+    return found

@@ -271,10 +271,29 @@ def training_call_text(ctx: FileContext) -> "re.Pattern[str]":
     """Text that may call one of ``training_functions`` (a cheap gate before walking a scope)."""
 
     def compute() -> "re.Pattern[str]":
-        names = sorted(training_functions(ctx))
+        names = sorted(training_functions(ctx) | imported_training_methods(ctx))
         return re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))) if names else NOTHING
 
     return ctx.memo("training_call_text", compute)
+
+
+def imported_training_methods(ctx: FileContext) -> set[str]:
+    """Names of the methods that backpropagate themselves of the classes this file imports from
+    other project files and constructs (``agent = Agent()`` ... ``agent.update(batch)``)."""
+    from fixer.analysis.bindings import used_class_names
+    from fixer.analysis.project import imported_class
+    from fixer.analysis.scopes import scopes
+
+    def compute() -> set[str]:
+        found: set[str] = set()
+        for name in used_class_names(ctx):
+            known = imported_class(ctx, name)
+            if known is not None and "backward" in known[0].source:
+                home, cls = known
+                found |= {s.node.name for s in scopes(home) if s.class_node is cls and s.self_name and backward_calls(home, s)}
+        return found
+
+    return ctx.memo("imported_training_methods", compute)
 
 
 def iter_calls(scope: Scope) -> Iterator[ast.Call]:

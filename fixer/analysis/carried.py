@@ -28,6 +28,7 @@ from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitio
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
 from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.project import imported_class
 from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.analysis.importers import project_call_sites
@@ -243,11 +244,11 @@ def _object_buffers(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
             continue
         seen.add(name)
         owner, attr = name.split(".")
-        cls = object_class(ctx, owner)
-        if cls is None or owner in {a.arg for a in scope.node.args.args + scope.node.args.kwonlyargs}:
+        found = project_object_class(ctx, owner)
+        if found is None or owner in {a.arg for a in scope.node.args.args + scope.node.args.kwonlyargs}:
             continue
-        initial = next((v for s in scopes(ctx) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(ctx, s, "__init__").items() if k == f"{s.self_name}.{attr}"), None)
-        if not is_empty_container(initial) or managed_elsewhere(ctx, scope, name, cls):
+        initial = next(iter(field_initials(*found, attr)), None)
+        if not is_empty_container(initial) or object_manages(ctx, scope, name, found):
             continue
         filling = re.compile(rf"\b{re.escape(attr)}\s*\.\s*(?:append|extend|insert)\b")  # cheap gate per scope
         stores = [
@@ -271,19 +272,45 @@ def object_class(ctx: FileContext, owner: str) -> Optional[ast.ClassDef]:
     return None
 
 
+def project_object_class(ctx: FileContext, owner: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """``object_class``, or the class of another project file it instantiates (``policy =
+    Policy()`` after ``from models import Policy``), with the file defining it."""
+    cls = object_class(ctx, owner)
+    if cls is not None:
+        return ctx, cls
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(dotted(t) == owner for t in stmt.targets):
+            return imported_class(ctx, qualified(ctx, stmt.value.func) or "")
+    return None
+
+
+def field_initials(home: FileContext, cls: ast.ClassDef, attr: str) -> list[ast.expr]:
+    """What ``__init__`` of ``cls`` (in its file ``home``) sets ``self.attr`` to."""
+    return [v for s in scopes(home) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(home, s, "__init__").items() if k == f"{s.self_name}.{attr}"]
+
+
+def object_manages(ctx: FileContext, scope: Scope, name: str, found: tuple[FileContext, ast.ClassDef]) -> bool:
+    """``managed_elsewhere`` for the field ``name`` of an object of the class ``found`` (file,
+    class): by this file's code or by the class's methods in its own file."""
+    home, cls = found
+    return managed_elsewhere(ctx, scope, name, cls) or home is not ctx and managed_elsewhere(home, scope, name, cls, methods_only=True)
+
+
 def is_empty_container(value: Optional[ast.expr]) -> bool:
     if isinstance(value, (ast.List, ast.Dict)):
         return not (value.elts if isinstance(value, ast.List) else value.keys)
     return isinstance(value, ast.Call) and not value.args and (dotted(value.func) or "").split(".")[-1] in ("list", "dict", "deque")
 
 
-def managed_elsewhere(ctx: FileContext, scope: Scope, name: str, cls: Optional[ast.ClassDef] = None) -> bool:
-    """A method other than ``__init__`` (or code outside the class) empties or replaces the
-    container: the author manages its lifetime."""
+def managed_elsewhere(ctx: FileContext, scope: Scope, name: str, cls: Optional[ast.ClassDef] = None, methods_only: bool = False) -> bool:
+    """A method other than ``__init__`` (or code outside the class, unless ``methods_only``) empties
+    or replaces the container: the author manages its lifetime."""
     attr = name.split(".", 1)[1]
     cls = cls or scope.class_node
     for other in scopes(ctx):
         if other is scope and scope.self_name or other.class_node is cls and cls is not None and other.node.name == "__init__":
+            continue
+        if methods_only and other.class_node is not cls:
             continue
         for node in scope_nodes(other):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):

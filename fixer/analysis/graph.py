@@ -13,7 +13,7 @@ import enum
 import re
 from typing import Optional
 
-from fixer.analysis.bindings import defined_functions, imported_names, module_names
+from fixer.analysis.bindings import defined_functions, imported_names, module_names, module_parameter
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
@@ -334,7 +334,7 @@ class GraphFacts:
         name = dotted(func)
         if name is None:
             return False
-        if name in module_names(self.ctx):
+        if name in module_names(self.ctx) or name in self._parameters() and module_parameter(self.ctx, self.scope, name):
             return True
         short = last_name(func) or ""
         if not MODULE_NAME.match(short) or VERB_NAME.match(short) or short in defined_functions(self.ctx):

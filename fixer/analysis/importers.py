@@ -27,18 +27,47 @@ MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
 class ImportedCall(NamedTuple):
     ctx: FileContext  # the calling file
     scope: Scope  # the calling function (or module)
-    call: ast.Call
+    call: Optional[ast.Call]  # None for an instance of the method's class handed on or stored
 
 
 def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
-    """Calls of ``helper`` (a module-level function of ``ctx``'s file) in other project files."""
+    """Calls of ``helper`` in other project files: of a module-level function of ``ctx``'s file,
+    or of a method of one of its module-level classes through the instances an importing file
+    constructs (``trainer = Trainer(...)`` ... ``trainer.step(x)``). An instance used otherwise
+    than through an attribute (``fit(trainer)``) gives a use with no call: whoever gets it may
+    call the method anywhere."""
     node = helper.node
-    if helper.class_node is not None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.parent(node) is not ctx.tree:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
         return []
-    if ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
+    cls = helper.class_node
+    if cls is not None:
+        if ctx.parent(node) is not cls or not helper.self_name or node.decorator_list:
+            return []
+        return ctx.memo(("importer_method_calls", id(node)), lambda: list(_method_calls_from(ctx, cls, node.name)))
+    if ctx.parent(node) is not ctx.tree:
         return []
     here = os.path.abspath(ctx.path)
     return ctx.memo(("importer_calls", id(node)), lambda: list(_calls_from(here, node.name)))
+
+
+def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iterator[ImportedCall]:
+    from fixer.analysis.project import imported_instance_of
+
+    here = os.path.abspath(ctx.path)
+    for other in class_importers(ctx, cls):
+        for scope in scopes(other):
+            for node in scope_nodes(scope):
+                if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+                    continue
+                known = imported_instance_of(other, scope, node.id)
+                if known is None or os.path.abspath(known[0].path) != here or known[1].name != cls.name:
+                    continue
+                use = other.parent(node)
+                if not isinstance(use, ast.Attribute):
+                    yield ImportedCall(other, scope, None)
+                elif use.attr == method:
+                    call = other.parent(use)
+                    yield ImportedCall(other, scope, call if isinstance(call, ast.Call) and call.func is use else None)
 
 
 def _calls_from(here: str, name: str):
@@ -136,3 +165,71 @@ def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
         return found
 
     return ctx.memo(("class_importers", id(cls)), compute)
+
+
+def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[tuple[FileContext, Scope, ast.Call]]]:
+    """Every ``x = Cls(...)`` of the module-level class ``cls``, in its own file and in the files
+    importing it: (file, scope, call). None when some use of the class is not such a construction
+    (passed on, subclassed, called elsewhere): then what its instances are given is unknown."""
+    from fixer.analysis.class_model import constructions
+    from fixer.analysis.graph import scope_of
+    from fixer.analysis.retained_callers import _word_counts
+
+    if ctx.parent(cls) is not ctx.tree:
+        return None
+
+    def compute() -> Optional[list[tuple[FileContext, Scope, ast.Call]]]:
+        local = constructions(ctx, cls)
+        if local is None and _word_counts(ctx)[cls.name] != 1:
+            return None
+        found = [(ctx, scope_of(ctx, ctx.parent(call)), call) for call in local or []]
+        for other in class_importers(ctx, cls):
+            for use in _class_uses(other, os.path.abspath(ctx.path), cls.name):
+                call = other.parent(use)
+                assign = other.parent(call)
+                if not (isinstance(call, ast.Call) and call.func is use and isinstance(assign, ast.Assign) and assign.value is call):
+                    return None
+                if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+                    return None
+                found.append((other, scope_of(other, assign), call))
+        return found
+
+    return ctx.memo(("project_constructions", id(cls)), compute)
+
+
+def _class_uses(other: FileContext, here: str, name: str) -> list[ast.expr]:
+    """The expressions of ``other`` that name the class ``name`` of module ``here`` (its imports
+    excluded)."""
+    from fixer.analysis.names import qualified
+    from fixer.analysis.project import imported_class
+
+    uses = []
+    for node in ast.walk(other.tree):
+        if isinstance(node, ast.Name) and node.id == name or isinstance(node, ast.Attribute) and node.attr == name:
+            known = imported_class(other, qualified(other, node) or "")
+            if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
+                uses.append(node)
+    return uses
+
+
+def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[list[tuple[FileContext, Scope, ast.expr]]]:
+    """What each construction of ``cls`` in the project gives for the field ``self.attr`` the
+    object keeps for life (``self.model = model`` in ``__init__``, never rebound): (file, scope,
+    argument); None when a construction is unknown or passes it through ``*``/``**``."""
+    from fixer.analysis.class_model import class_methods, constructor_field
+
+    param = constructor_field(ctx, cls, attr)
+    sites = project_constructions(ctx, cls) if param is not None else None
+    if not sites:
+        return None
+    init = class_methods(ctx, cls)["__init__"].node
+    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    found = []
+    for own, scope, call in sites:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        given = (dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords}).get(param)
+        if given is None:
+            return None
+        found.append((own, scope, given))
+    return found

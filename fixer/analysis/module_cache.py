@@ -28,7 +28,7 @@ from fixer.analysis.carried_flow import (
 )
 from fixer.analysis.bindings import module_classes
 from fixer.analysis.graph import Kind, facts, scope_of
-from fixer.analysis.importers import class_importers
+from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import dotted, last_name
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
@@ -322,7 +322,8 @@ def _tensor_op(ctx: FileContext, call: ast.Call, self_name: str, helpers: set[st
 
 
 def _graph_argument(ctx: FileContext, method: Scope, methods: list[Scope], index: int, name: str) -> bool:
-    """Every call of ``method`` found in this file passes a graph-carrying value at ``index``."""
+    """Every call of ``method`` found in this file (for ``forward``, also through the instances
+    the files importing the class construct) passes a graph-carrying value at ``index``."""
     calls = []
     if method.node.name == "forward":
         instances = {
@@ -332,20 +333,25 @@ def _graph_argument(ctx: FileContext, method: Scope, methods: list[Scope], index
             for t in a.targets
         }
         for scope in scopes(ctx):
-            calls += [(scope, n) for n in scope_nodes(scope) if isinstance(n, ast.Call) and dotted(n.func) in instances]
+            calls += [(ctx, scope, n) for n in scope_nodes(scope) if isinstance(n, ast.Call) and dotted(n.func) in instances]
+        for own, _, construction in project_constructions(ctx, method.class_node) or []:
+            if own is not ctx:
+                instance = own.parent(construction).targets[0].id
+                for scope in scopes(own):
+                    calls += [(own, scope, n) for n in scope_nodes(scope) if isinstance(n, ast.Call) and dotted(n.func) == instance]
     else:
         for caller in methods:
             calls += [
-                (caller, n)
+                (ctx, caller, n)
                 for n in scope_nodes(caller)
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method.node.name
                 and dotted(n.func.value) == caller.self_name
             ]
     if not calls:
         return False
-    for scope, call in calls:
+    for own, scope, call in calls:
         args = {k.arg: k.value for k in call.keywords}
         arg = call.args[index] if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args) else args.get(name)
-        if arg is None or facts(ctx, scope).kind(arg, ctx.statement_of(call)) != Kind.GRAPH:
+        if arg is None or facts(own, scope).kind(arg, own.statement_of(call)) != Kind.GRAPH:
             return False
     return True

@@ -35,10 +35,23 @@ CONTAINERS = (ast.Tuple, ast.List, ast.Dict)
 MAX_DEPTH = 3
 
 
-def outputs_share(ctx: FileContext, func: ast.expr, depth: int = 0) -> Optional[bool]:
+def outputs_share(ctx: FileContext, func: ast.expr, depth: int = 0, scope: Optional[Scope] = None) -> Optional[bool]:
     """True/False when calling ``func`` is a known forward whose outputs do / do not share a
-    saving graph; None when what ``func`` runs is unknown."""
-    resolved = _resolve(ctx, dotted(func))
+    saving graph; None when what ``func`` runs is unknown. A parameter of ``scope`` that the
+    project's every call gives a module is judged by those modules (all agreeing)."""
+    if scope is not None and isinstance(func, ast.Name) and depth < MAX_DEPTH:
+        from fixer.analysis.bindings import module_parameter
+
+        if module_parameter(ctx, scope, func.id):
+            return _parameter_shares(ctx, scope, func.id, depth)
+    known = _class_shares(ctx, _resolve(ctx, dotted(func)), depth)
+    if known is None and scope is not None and scope.class_node is not None and depth < MAX_DEPTH:
+        return _field_shares(ctx, scope, func, depth)
+    return known
+
+
+def _class_shares(ctx: FileContext, resolved: Optional[str], depth: int) -> Optional[bool]:
+    """``outputs_share`` for a module of class ``resolved`` (as ``ctx`` names it)."""
     if resolved is None or depth >= MAX_DEPTH:
         return None
     if resolved == TORCH:
@@ -49,6 +62,37 @@ def outputs_share(ctx: FileContext, func: ast.expr, depth: int = 0) -> Optional[
     if forward == TORCH:
         return True
     return ctx.memo(("module_outputs_share", id(forward.node), depth), lambda: _forward_shares(ctx, forward, depth + 1))
+
+
+def _field_shares(ctx: FileContext, scope: Scope, func: ast.expr, depth: int) -> Optional[bool]:
+    """``self.net(x)`` in a method, the module kept for life as given to each construction of
+    the class in the project (``Trainer(net)`` in the script importing it)."""
+    from fixer.analysis.importers import construction_arguments
+
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == scope.self_name):
+        return None
+    given = construction_arguments(ctx, scope.class_node, func.attr)
+    return _agreed(given or [], depth)
+
+
+def _agreed(arguments, depth: int) -> Optional[bool]:
+    """One answer for the modules given as ``arguments`` ((file, scope, expression) each)."""
+    answers = set()
+    for own, caller, argument in arguments:
+        if isinstance(argument, ast.Call):
+            answers.add(_class_shares(own, _constructed(own, argument, module_classes(own)), depth + 1))
+        else:
+            answers.add(outputs_share(own, argument, depth + 1, caller))
+    return answers.pop() if len(answers) == 1 else None
+
+
+def _parameter_shares(ctx: FileContext, scope: Scope, name: str, depth: int) -> Optional[bool]:
+    """Every call's argument for the parameter ``name``, judged in its caller's file."""
+    from fixer.analysis.importers import project_call_sites
+    from fixer.analysis.retained_callers import argument_of, parameter_position
+
+    position = parameter_position(scope, name)
+    return _agreed(((own, caller, argument_of(call, name, position)) for own, caller, call in project_call_sites(ctx, scope)), depth)
 
 
 def _resolve(ctx: FileContext, name: Optional[str]) -> Optional[str]:

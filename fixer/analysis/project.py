@@ -52,15 +52,59 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             instance_of = instance_of or [_instance_of(ctx, scope, head)]
             if candidate.class_node is instance_of[0]:
                 return candidate
-    return imported_function(ctx, func) if imported else None
+    if not imported:
+        return None
+    if attr and "." not in attr and head != scope.self_name:
+        return _imported_method(ctx, scope, head, attr)
+    return imported_function(ctx, func)
+
+
+def _imported_method(ctx: FileContext, scope: Scope, name: str, method: str) -> Optional[Scope]:
+    """``name.method`` when ``name`` holds an instance of a class of another project file."""
+    known = imported_instance_of(ctx, scope, name)
+    if known is None:
+        return None
+    other, cls = known
+    found = [s for s in scopes(other) if s.class_node is cls and s.self_name and s.node.name == method and other.parent(s.node) is cls]
+    return found[0] if len(found) == 1 else None
 
 
 def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
     """The class of this file that ``name`` holds an instance of: every binding of it in the scope
     (or, when the scope binds it nowhere, in the module) is ``Cls(...)`` of one module-level class."""
+    from fixer.analysis.instances import instance_class  # instances reads the graph facts
 
-    def bound_values(where: Scope) -> Optional[list[ast.AST]]:
-        values = []
+    def compute() -> Optional[ast.ClassDef]:
+        classes = {id(c): c for c in (instance_class(ctx, v) for v in _bound_values(ctx, scope, name) or [None])}
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    return ctx.memo(("instance_of", id(scope.node), name), compute)
+
+
+def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """The class of another project file that ``name`` holds an instance of: every binding of it
+    (as ``_instance_of`` finds them) is ``Cls(...)`` of one imported class."""
+    from fixer.analysis.names import qualified
+
+    def compute() -> Optional[tuple[FileContext, ast.ClassDef]]:
+        values = _bound_values(ctx, scope, name)
+        if not values or not all(isinstance(v, ast.Call) for v in values):
+            return None
+        found = [imported_class(ctx, qualified(ctx, v.func) or "") for v in values]
+        if any(k is None for k in found) or len({(os.path.abspath(k[0].path), k[1].name) for k in found}) != 1:
+            return None
+        return found[0]
+
+    return ctx.memo(("imported_instance_of", id(scope.node), name), compute)
+
+
+def _bound_values(ctx: FileContext, scope: Scope, name: str) -> Optional[list[Optional[ast.expr]]]:
+    """The values ``name`` is bound to in the scope, or (when the scope binds it nowhere) in the
+    module; None for a parameter or a ``global``/``nonlocal`` name; a binding that is not a plain
+    assignment gives None in the list."""
+
+    def bound_values(where: Scope) -> Optional[list[Optional[ast.expr]]]:
+        values: list[Optional[ast.expr]] = []
         for node in scope_nodes(where):
             if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
                 return None
@@ -69,19 +113,13 @@ def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.Clas
                 values.append(parent.value if isinstance(parent, ast.Assign) and node in parent.targets else None)
         return values
 
-    from fixer.analysis.instances import instance_class  # instances reads the graph facts
-
-    def compute() -> Optional[ast.ClassDef]:
-        args = getattr(scope.node, "args", None)
-        if args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}:
-            return None
-        values = bound_values(scope)
-        if values == [] and not isinstance(scope.node, ast.Module):
-            values = bound_values(scopes(ctx)[0])
-        classes = {id(c): c for c in (instance_class(ctx, v) for v in values or [None])}
-        return next(iter(classes.values())) if len(classes) == 1 else None
-
-    return ctx.memo(("instance_of", id(scope.node), name), compute)
+    args = getattr(scope.node, "args", None)
+    if args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}:
+        return None
+    values = bound_values(scope)
+    if values == [] and not isinstance(scope.node, ast.Module):
+        values = bound_values(scopes(ctx)[0])
+    return values
 
 
 def _functions_named(ctx: FileContext) -> dict[str, list[Scope]]:
@@ -427,9 +465,9 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
             if not parts or not parts[0].isidentifier():
                 continue
             name, local = parts[0], re.escape(parts[-1]).encode()
-            if target and not package and _definition_matches(target, name, pattern):
+            if target and not package and _definition_matches(target, name, pattern, classes=True):
                 if re.search(rb"\b" + local + rb"\s*[(.]", data, re.MULTILINE):
-                    return True  # imported and called (or dotted into) here
+                    return True  # imported and called (or constructed, or dotted into) here
             if package:  # ``steps.train_step(...)`` with ``from . import steps``
                 sub = _module_file(path, name, len(dots))
                 if sub and _file_matches(sub, pattern):
@@ -455,21 +493,22 @@ DEFINITION = re.compile(rb"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILIN
 TOP_LEVEL = re.compile(rb"^[^\s#]", re.MULTILINE)
 
 
-def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]") -> bool:
-    """The text of the top-level function ``def name`` of the module matches ``pattern`` (one scan
-    per module: each function's answer is kept, not the text). A class's methods run only through
-    instances, which a text test cannot follow: a class never matches."""
-    return _definitions(path, pattern).get(name, False)
+def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]", classes: bool = False) -> bool:
+    """The text of the top-level function ``def name`` of the module (with ``classes``, or class
+    ``class name``: its methods run through the instances a file constructs) matches ``pattern``
+    (one scan per module: each definition's answer is kept, not the text)."""
+    kind, matches = _definitions(path, pattern).get(name, (b"", False))
+    return matches and (kind == b"def" or classes)
 
 
 @depends.remembered
-def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, bool]:
+def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, tuple[bytes, bool]]:
     data, found = _read(path), {}
     for match in DEFINITION.finditer(data):
         line_end = data.find(b"\n", match.end())
         end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
         body = data[match.start() : end.start() if end else len(data)]
-        found[match.group(2).decode("ascii", "replace")] = match.group(1) == b"def" and pattern.search(body) is not None
+        found[match.group(2).decode("ascii", "replace")] = (match.group(1), pattern.search(body) is not None)
     return found
 
 

@@ -149,6 +149,8 @@ def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[FileContex
             return None
         found.append((ctx, caller, loops[0]))
     for imported in importer_calls(ctx, scope):
+        if imported.call is None:
+            return None
         loops = enclosing_loops(imported.ctx, imported.ctx.statement_of(imported.call), imported.scope)
         if not loops:
             return None

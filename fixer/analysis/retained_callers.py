@@ -29,8 +29,8 @@ def callers_pass_graph(ctx: FileContext, scope: Scope, name: str) -> bool:
 
 
 def _callers(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
-    """"data" when every call of this file passes a value without a graph, "graph" when one
-    passes a graph, None when unknown."""
+    """"data" when every call the project shows (this file's, the importing files') passes a
+    value without a graph, "graph" when one passes a graph, None when unknown."""
     return ctx.memo(("retained_callers", id(scope.node), name), lambda: _verdict(ctx, scope, name))
 
 
@@ -38,22 +38,24 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
     node = scope.node
     if isinstance(node, ast.Module):
         return None
-    if not re.search(r"\b%s\b" % re.escape(node.name), ctx.source[: ctx.offset(node.lineno, 0)] + _after(ctx, node)):
-        return None  # not mentioned outside its own definition: no caller in this file
+    from fixer.analysis.importers import importer_calls, project_call_sites
+
+    if not re.search(r"\b%s\b" % re.escape(node.name), ctx.source[: ctx.offset(node.lineno, 0)] + _after(ctx, node)) and not importer_calls(ctx, scope):
+        return None  # not mentioned outside its own definition, nor called by a file importing it
     position = parameter_position(scope, name)
     if position is None:
         return None
     kinds = []
-    for caller, call in call_sites(ctx, scope):
+    for own, caller, call in project_call_sites(ctx, scope):
         argument = argument_of(call, name, position) if call is not None else _STARRED
         if argument is _STARRED and call is not None:
-            spread = _spread_kinds(ctx, caller, call)
+            spread = _spread_kinds(own, caller, call)
             if spread is not None and not any(k.arg is None for k in call.keywords) and 0 <= position < len(spread):
                 kinds.append(spread[position])
                 continue
         if argument is None:
             continue  # the default value
-        kinds.append(Kind.UNKNOWN if argument is _STARRED else facts(ctx, caller).kind(argument, call))
+        kinds.append(Kind.UNKNOWN if argument is _STARRED else facts(own, caller).kind(argument, call))
     if Kind.GRAPH in kinds:
         return "graph"
     if kinds and not node.decorator_list and all(k in (Kind.NONE, Kind.LEAF) for k in kinds):

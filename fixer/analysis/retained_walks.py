@@ -192,27 +192,24 @@ def _field_for_numbers(ctx: FileContext, scope: Scope, stmt: ast.stmt, target: a
                 and isinstance(n.value, ast.Name) and n.value.id == method.self_name]
 
     def compute() -> bool:
-        from fixer.analysis.class_model import class_methods, constructions
-        from fixer.analysis.graph import scope_of
+        from fixer.analysis.class_model import class_methods
+        from fixer.analysis.importers import project_constructions
 
-        sites, methods = constructions(ctx, cls), class_methods(ctx, cls).values()
+        sites, methods = project_constructions(ctx, cls), class_methods(ctx, cls).values()
         if not sites or any(reads(m) for m in methods if m.node is not scope.node) or any(_hands_itself(ctx, m) for m in methods):
             return False
         if any((n.lineno, n.col_offset) < (stmt.end_lineno, stmt.end_col_offset) for n in reads(scope)):
             return False  # the previous call's value is read before this call replaces it
-        for call in sites:
-            assign = ctx.parent(call)
-            if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name)):
-                return False
-            owner, instance = scope_of(ctx, assign), assign.targets[0].id
-            for other in scopes(ctx):
+        for own, owner, call in sites:
+            instance = own.parent(call).targets[0].id
+            for other in scopes(own):
                 for node in scope_nodes(other):
                     if not (isinstance(node, ast.Name) and node.id == instance and isinstance(node.ctx, ast.Load)):
                         continue
-                    use = ctx.parent(node)
+                    use = own.parent(node)
                     if other is not owner or not isinstance(use, ast.Attribute):
                         return False  # passed on, stored, or read by another function
-                    if use.attr == attr and not _numbers_only(ctx, owner, use):
+                    if use.attr == attr and not _numbers_only(own, owner, use):
                         return False
         return True
 

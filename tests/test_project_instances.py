@@ -1,0 +1,163 @@
+"""A class defined in one file and used in another: the script that imports it constructs the
+instances, passes the modules and calls the methods. What the script shows is read as if it were
+written beside the class; an instance handed on, or a value the script cannot show, stays unknown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixer.engine import Options, process_file
+from fixer.registry import all_rules
+
+HEADER = "import torch\nfrom torch import nn\n"
+
+TRAINER = HEADER + '''
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def clear(self):
+        self.optimizer.zero_grad()
+
+    def step(self, x, y):
+        loss = nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+'''
+
+TRAIN_STEPS = HEADER + '''from helpers import Trainer
+
+trainer = Trainer(nn.Linear(3, 2))
+for x, y in [(torch.randn(4, 3), torch.randn(4, 2)) for _ in range(3)]:
+{body}
+'''
+
+
+def _project(tmp_path: Path, helpers: str, train: str) -> tuple[Path, Path]:
+    (tmp_path / "helpers.py").write_text(helpers)
+    (tmp_path / "train.py").write_text(train)
+    return tmp_path / "helpers.py", tmp_path / "train.py"
+
+
+def _codes(path: Path) -> list[str]:
+    result = process_file(str(path), Options(rules=tuple(all_rules())))
+    assert not result.errors
+    return [d.code for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("    trainer.step(x, y)", ["GF203"]),  # nobody clears the gradients
+        ("    trainer.clear()\n    trainer.step(x, y)", []),  # another method called in the loop does
+        ("    trainer.optimizer.zero_grad()\n    trainer.step(x, y)", []),
+        ("    run = trainer\n    run.step(x, y)", []),  # handed on: its calls are not followed
+    ],
+)
+def test_method_called_per_batch_from_an_importing_script(tmp_path, body, expected):
+    helpers, train = _project(tmp_path, TRAINER, TRAIN_STEPS.format(body=body))
+    assert _codes(helpers) + _codes(train) == expected
+
+
+NORM = HEADER + '''
+
+def train_step(model, optimizer, criterion, inputs, targets):
+    optimizer.zero_grad()
+    loss = criterion(model(inputs), targets)
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    norm = sum(float(g.norm()) for g in grads)
+    loss.backward()
+    optimizer.step()
+    return norm
+'''
+
+NORM_TRAIN = HEADER + '''from helpers import train_step
+
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = {criterion}
+norms = [train_step(model, optimizer, criterion, torch.randn(5, 3), torch.randn(5, 1)) for _ in range(3)]
+'''
+
+
+@pytest.mark.parametrize(
+    "criterion, expected",
+    [
+        ("nn.MSELoss()", ["GF106"]),  # a module: its forward saves tensors, autograd.grad frees them
+        ("make_criterion()", []),  # what the script passes is unknown
+    ],
+)
+def test_parameters_given_modules_by_every_importing_caller(tmp_path, criterion, expected):
+    helpers, train = _project(tmp_path, NORM, NORM_TRAIN.format(criterion=criterion))
+    assert _codes(helpers) == expected
+
+
+KEEPER = HEADER + '''
+
+class Regressor:
+    def __init__(self, net):
+        self.net = net
+        self.opt = torch.optim.SGD(net.parameters(), lr=0.05)
+
+    def fit_batch(self, inputs, targets):
+        self.opt.zero_grad()
+        self.loss = nn.functional.mse_loss(self.net(inputs), targets)
+        self.loss.backward(retain_graph=True)
+        self.opt.step()
+'''
+
+KEEPER_TRAIN = HEADER + '''from helpers import Regressor
+
+regressor = Regressor(nn.Linear(5, 2))
+for batch in range(3):
+    regressor.fit_batch(torch.randn(8, 5), torch.randn(8, 2))
+    {use}
+'''
+
+
+@pytest.mark.parametrize(
+    "use, expected",
+    [
+        ("print(regressor.loss.item())", ["GF302"]),  # the script reads the kept loss for numbers only
+        ("regressor.loss.backward()", []),  # the script backpropagates it again: the retain is needed
+    ],
+)
+def test_field_read_by_an_importing_script(tmp_path, use, expected):
+    helpers, train = _project(tmp_path, KEEPER, KEEPER_TRAIN.format(use=use))
+    assert _codes(helpers) == expected
+
+
+AGENT = HEADER + '''
+
+class Agent:
+    def __init__(self):
+        self.q = nn.Linear(4, 2)
+        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=0.01)
+
+    def update(self, states, targets):
+        self.optimizer.zero_grad()
+        loss = nn.functional.smooth_l1_loss(self.q(states).amax(dim=1), targets)
+        loss.backward()
+        self.optimizer.step()
+        return {returned}
+'''
+
+AGENT_TRAIN = HEADER + '''from helpers import Agent
+
+agent = Agent()
+losses = []
+for step in range(3):
+    losses.append(agent.update(torch.randn(5, 4), torch.randn(5)))
+print(sum(losses) / len(losses))
+'''
+
+
+@pytest.mark.parametrize("returned, expected", [("loss", ["GF301"]), ("loss.item()", [])])
+def test_loss_returned_by_an_imported_method(tmp_path, returned, expected):
+    helpers, train = _project(tmp_path, AGENT.format(returned=returned), AGENT_TRAIN)
+    assert _codes(train) == expected
