@@ -94,9 +94,9 @@ class LossAccumulatedWithGraph(Rule):
 
     @classmethod
     def applies_to(cls, data: bytes) -> bool:
-        """Also a Lightning-style module with no backward in its text: the framework
-        backpropagates what ``training_step`` returns."""
-        return super().applies_to(data) or b"def training_step" in data
+        """Also a LightningModule with no backward in its text: the framework backpropagates what
+        ``training_step`` returns."""
+        return super().applies_to(data) or b"def training_step" in data and b"LightningModule" in data
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):

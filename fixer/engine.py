@@ -201,13 +201,18 @@ def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> l
     """The cheap byte-level pre-filter: only rules whose needle occurs in the file run, or in a
     module of the project the file imports (a training step called from another file)."""
     answers: dict[tuple[object, bytes], bool] = {}  # rules sharing a pre-filter search once
+    imported: list[bool] = []  # the import test, made once for every rule that asks
+
+    def imports_step() -> bool:
+        if not imported:
+            imported.append((b"for" in data or b"while" in data) and imports_matching(path, data, STEP_CALL))
+        return imported[0]
+
     chosen = []
     for rule in rules:
         key = (rule.applies_to.__func__, rule.prefilter.pattern)
         if key not in answers:
-            answers[key] = rule.applies_to(data) or (
-                rule.prefilter is BACKWARD_CALL and (b"for" in data or b"while" in data) and imports_matching(path, data, STEP_CALL)
-            )
+            answers[key] = rule.applies_to(data) or (rule.prefilter is BACKWARD_CALL and imports_step())
         if answers[key]:
             chosen.append(rule)
     return chosen

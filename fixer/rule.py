@@ -68,9 +68,20 @@ BACKWARD_PARTS = tuple(re.compile(part) for part in BACKWARD_ALTERNATIVES)
 def has_backward_call(data: bytes) -> bool:
     """``BACKWARD_CALL`` matches on a line of code: not on a comment line, nor on a doctest line
     of a docstring (``>>> loss.backward()``), where libraries mention it most. Fast: substring
-    tests first, then each alternative alone."""
+    tests first, then each alternative alone; the last file's answer is kept (rules with their
+    own pre-filter built on this one ask again)."""
     if b"backward" not in data and b"autograd" not in data:
         return False
+    if _last_answer and _last_answer[0] is data:
+        return _last_answer[1]
+    _last_answer[:] = [data, _scan_backward(data)]
+    return _last_answer[1]
+
+
+_last_answer: list = []
+
+
+def _scan_backward(data: bytes) -> bool:
     for part in BACKWARD_PARTS:
         for match in part.finditer(data):
             line = max(data.rfind(b"\n", 0, match.start()), data.rfind(b"\r", 0, match.start())) + 1  # CR-only too

@@ -279,18 +279,27 @@ def training_call_text(ctx: FileContext) -> "re.Pattern[str]":
 
 def imported_training_methods(ctx: FileContext) -> set[str]:
     """Names of the methods that backpropagate themselves of the classes this file imports from
-    other project files and constructs (``agent = Agent()`` ... ``agent.update(batch)``)."""
-    from fixer.analysis.bindings import used_class_names
-    from fixer.analysis.project import imported_class
-    from fixer.analysis.scopes import scopes
+    other project files (``from agents import Agent`` ... ``agent.update(batch)``); only classes
+    named in CapWords whose text backpropagates are read."""
+    from fixer.analysis.names import qualified
+    from fixer.analysis.project import STEP_CALL, imported_class, imported_definition_matches, names_constructing_imported
+    from fixer.analysis.scopes import scopes, statement_index
 
     def compute() -> set[str]:
         found: set[str] = set()
-        for name in used_class_names(ctx):
-            known = imported_class(ctx, name)
-            if known is not None and "backward" in known[0].source:
-                home, cls = known
-                found |= {s.node.name for s in scopes(home) if s.class_node is cls and s.self_name and backward_calls(home, s)}
+        if not names_constructing_imported(ctx):
+            return found  # cheap: the file constructs no imported class
+        for node in statement_index(ctx).imports:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                local = ast.Name(id=alias.asname or alias.name, ctx=ast.Load())
+                if not alias.name[:1].isupper() or not imported_definition_matches(ctx, local, STEP_CALL, classes=True):
+                    continue
+                known = imported_class(ctx, qualified(ctx, local) or "")
+                if known is not None:
+                    home, cls = known
+                    found |= {s.node.name for s in scopes(home) if s.class_node is cls and s.self_name and backward_calls(home, s)}
         return found
 
     return ctx.memo("imported_training_methods", compute)

@@ -22,6 +22,8 @@ from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
 MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
+TRAINING_TEXT = re.compile(r"\.(?:backward|step|zero_grad)\s*\(|autograd\.(?:grad|backward)\b")
+MAX_CONSTRUCTING_FILES = 8  # files constructing a class read for its method calls; more: unknown
 
 
 class ImportedCall(NamedTuple):
@@ -33,16 +35,18 @@ class ImportedCall(NamedTuple):
 def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
     """Calls of ``helper`` in other project files: of a module-level function of ``ctx``'s file,
     or of a method of one of its module-level classes through the instances an importing file
-    constructs (``trainer = Trainer(...)`` ... ``trainer.step(x)``). An instance used otherwise
-    than through an attribute (``fit(trainer)``) gives a use with no call: whoever gets it may
-    call the method anywhere."""
+    constructs (``trainer = Trainer(...)`` ... ``trainer.step(x)``), in the files whose text names
+    the method. An instance used there otherwise than through an attribute (``fit(trainer)``)
+    gives a use with no call: whoever gets it may call the method anywhere."""
     node = helper.node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
         return []
     cls = helper.class_node
     if cls is not None:
-        if ctx.parent(node) is not cls or not helper.self_name or node.decorator_list:
-            return []
+        if ctx.parent(node) is not cls or not helper.self_name or node.decorator_list or node.name.startswith("__"):
+            return []  # (a special method is never called by its name)
+        if not ctx.mentions(node, TRAINING_TEXT):
+            return []  # cheap: only a method that trains (backward, step, zero_grad) is followed into scripts
         return ctx.memo(("importer_method_calls", id(node)), lambda: list(_method_calls_from(ctx, cls, node.name)))
     if ctx.parent(node) is not ctx.tree:
         return []
@@ -54,10 +58,25 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
     from fixer.analysis.project import imported_instance_of
 
     here = os.path.abspath(ctx.path)
-    for other in class_importers(ctx, cls):
+    calling = set(_paths_naming(here, method))  # only files whose text names the method can call it
+    constructing = re.compile(rb"=\s*(?:\w+\.)*%s\s*\(" % re.escape(cls.name.encode()))  # and assigns an instance
+    paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(_read(p))]
+    if len(paths) > MAX_CONSTRUCTING_FILES:
+        yield ImportedCall(ctx, scopes(ctx)[0], None)  # a class used across a library: its callers stay unknown
+        return
+    for path in paths:
+        other = _load(path)
+        if other is None or not _imports_name(other, cls.name):
+            continue
+        instances = _instances_in(other, here, cls.name)
+        if not instances:
+            continue
+        named = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(instances))))
         for scope in scopes(other):
+            if not other.mentions(scope.node, named):
+                continue  # only the scopes whose lines name an instance are walked
             for node in scope_nodes(scope):
-                if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+                if not (isinstance(node, ast.Name) and node.id in instances and isinstance(node.ctx, ast.Load)):
                     continue
                 known = imported_instance_of(other, scope, node.id)
                 if known is None or os.path.abspath(known[0].path) != here or known[1].name != cls.name:
@@ -91,11 +110,15 @@ def _naming_files(here: str, name: str) -> Iterator[FileContext]:
             yield other
 
 
-@depends.remembered
 def _paths_naming(here: str, name: str) -> tuple[str, ...]:
-    """(Per process: each neighbour is read once per name asked, not once per caller.)"""
+    return tuple(p for p in _folder_paths_naming(os.path.dirname(here), name) if p != here)
+
+
+@depends.remembered
+def _folder_paths_naming(folder: str, name: str) -> tuple[str, ...]:
+    """(Per process and folder: each neighbour is read once per name asked, not once per caller.)"""
     word = name.encode()
-    return tuple(p for p in _neighbours(here) if p != here and b"import" in (data := _read(p)) and _names(data, word))
+    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := _read(p)) and _names(data, word))
 
 
 def _names(data: bytes, name: bytes) -> bool:
@@ -146,23 +169,13 @@ def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileCon
 def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
     """The other project files that use the module-level class ``cls`` of ``ctx``'s file through
     their imports (``from models import Net`` ... ``Net()``)."""
-    from fixer.analysis.names import qualified
-    from fixer.analysis.project import imported_class
 
     if ctx.parent(cls) is not ctx.tree or ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
         return []
     here, name = os.path.abspath(ctx.path), cls.name
 
     def compute() -> list[FileContext]:
-        found = []
-        for other in _naming_files(here, name):
-            uses = [n for n in ast.walk(other.tree) if isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name]
-            for use in uses:
-                known = imported_class(other, qualified(other, use) or "")
-                if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
-                    found.append(other)
-                    break
-        return found
+        return [other for other in _naming_files(here, name) if _imports_name(other, name) and _class_uses(other, here, name)]
 
     return ctx.memo(("class_importers", id(cls)), compute)
 
@@ -197,19 +210,54 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     return ctx.memo(("project_constructions", id(cls)), compute)
 
 
+def _instances_in(other: FileContext, here: str, name: str) -> set[str]:
+    """Names ``other`` assigns ``Cls(...)`` of the class ``name`` of module ``here`` (from its
+    assignments alone)."""
+    from fixer.analysis.names import qualified
+    from fixer.analysis.project import imported_class
+    from fixer.analysis.scopes import statement_index
+
+    found = set()
+    for assign in statement_index(other).assigns:
+        value = assign.value
+        if isinstance(value, ast.Call) and (dotted(value.func) or "").rpartition(".")[2] == name:
+            known = imported_class(other, qualified(other, value.func) or "")
+            if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
+                found |= {t.id for t in assign.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def _imports_name(other: FileContext, name: str) -> bool:
+    """``other`` may refer to ``name`` through an import: ``from m import name [as x]``, or
+    ``m.name`` after importing a module (a cheap test before walking it)."""
+    from fixer.analysis.scopes import statement_index
+
+    imports = statement_index(other).imports
+    return any(isinstance(i, ast.ImportFrom) and any(a.name == name for a in i.names) for i in imports) or f".{name}" in other.source
+
+
 def _class_uses(other: FileContext, here: str, name: str) -> list[ast.expr]:
     """The expressions of ``other`` that name the class ``name`` of module ``here`` (its imports
     excluded)."""
     from fixer.analysis.names import qualified
     from fixer.analysis.project import imported_class
+    from fixer.analysis.scopes import statement_index
 
-    uses = []
-    for node in ast.walk(other.tree):
-        if isinstance(node, ast.Name) and node.id == name or isinstance(node, ast.Attribute) and node.attr == name:
-            known = imported_class(other, qualified(other, node) or "")
-            if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
-                uses.append(node)
-    return uses
+    def compute() -> list[ast.expr]:
+        imports = statement_index(other).imports
+        local = {a.asname or a.name for i in imports if isinstance(i, ast.ImportFrom) for a in i.names if a.name == name}
+        modules = {(a.asname or a.name).partition(".")[0] for i in imports for a in i.names}  # ``models.Net``
+        uses = []
+        for node in ast.walk(other.tree):
+            if isinstance(node, ast.Name) and node.id in local or (
+                isinstance(node, ast.Attribute) and node.attr == name and (dotted(node.value) or "").partition(".")[0] in modules
+            ):
+                known = imported_class(other, qualified(other, node) or "")
+                if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
+                    uses.append(node)
+        return uses
+
+    return other.memo(("class_uses", here, name), compute)
 
 
 def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[list[tuple[FileContext, Scope, ast.expr]]]:

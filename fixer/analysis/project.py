@@ -86,6 +86,9 @@ def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[
     (as ``_instance_of`` finds them) is ``Cls(...)`` of one imported class."""
     from fixer.analysis.names import qualified
 
+    if name not in names_constructing_imported(ctx):
+        return None  # cheap: no assignment of the file gives the name an imported class's instance
+
     def compute() -> Optional[tuple[FileContext, ast.ClassDef]]:
         values = _bound_values(ctx, scope, name)
         if not values or not all(isinstance(v, ast.Call) for v in values):
@@ -96,6 +99,28 @@ def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[
         return found[0]
 
     return ctx.memo(("imported_instance_of", id(scope.node), name), compute)
+
+
+def names_constructing_imported(ctx: FileContext) -> frozenset[str]:
+    """Names some assignment of the file binds to ``Cls(...)`` of an imported CapWords name: those
+    that may hold an instance of a class of another project file (one pass over the file's
+    assignments, reading no other file)."""
+    from fixer.analysis.names import last_name
+
+    def compute() -> frozenset[str]:
+        imported = {(a.asname or a.name).partition(".")[0] for i in statement_index(ctx).imports for a in i.names}
+        if not imported:
+            return frozenset()
+        return frozenset(
+            t.id
+            for a in statement_index(ctx).assigns
+            if isinstance(a.value, ast.Call) and (last_name(a.value.func) or "")[:1].isupper()  # cheap: CapWords, as classes are named
+            and (dotted(a.value.func) or "").partition(".")[0] in imported
+            for t in a.targets
+            if isinstance(t, ast.Name)
+        )
+
+    return ctx.memo("names_constructing_imported", compute)
 
 
 def _bound_values(ctx: FileContext, scope: Scope, name: str) -> Optional[list[Optional[ast.expr]]]:
@@ -139,15 +164,15 @@ def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     return _function_in(ctx.path, *binding) if binding else None
 
 
-def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]") -> bool:
-    """The text of the definition an imported ``func`` names (in a project file) matches
-    ``pattern``: a cheap test, with no parse, before reading the function."""
+def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]", classes: bool = False) -> bool:
+    """The text of the definition an imported ``func`` names (in a project file; with ``classes``,
+    also a class) matches ``pattern``: a cheap test, with no parse, before reading it."""
     binding = _imported_binding(ctx, func)
     if binding is None:
         return False
     module, level, name = binding
     path = _module_file(ctx.path, module, level)
-    return bool(path) and _definition_matches(path, name, pattern)
+    return bool(path) and _definition_matches(path, name, pattern, classes)
 
 
 def _imported_binding(ctx: FileContext, func: ast.expr) -> Optional[tuple[Optional[str], int, str]]:
