@@ -161,3 +161,21 @@ print(sum(losses) / len(losses))
 def test_loss_returned_by_an_imported_method(tmp_path, returned, expected):
     helpers, train = _project(tmp_path, AGENT.format(returned=returned), AGENT_TRAIN)
     assert _codes(train) == expected
+
+
+def test_instance_kept_on_another_object_stays_unknown(tmp_path):
+    """``self.reg = Regressor(...)``: the instance's uses are not followed (and nothing crashes)."""
+    holder = KEEPER + '''
+
+class Holder:
+    def __init__(self):
+        self.reg = Regressor(nn.Linear(5, 2))
+
+
+holder = Holder()
+for batch in range(3):
+    holder.reg.fit_batch(torch.randn(8, 5), torch.randn(8, 2))
+'''
+    path = tmp_path / "train.py"
+    path.write_text(holder)
+    assert _codes(path) == []

@@ -181,9 +181,10 @@ def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
 
 
 def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[tuple[FileContext, Scope, ast.Call]]]:
-    """Every ``x = Cls(...)`` of the module-level class ``cls``, in its own file and in the files
-    importing it: (file, scope, call). None when some use of the class is not such a construction
-    (passed on, subclassed, called elsewhere): then what its instances are given is unknown."""
+    """Every ``x = Cls(...)`` (one plain name) of the module-level class ``cls``, in its own file
+    and in the files importing it: (file, scope, call). None when some use of the class is not
+    such a construction (passed on, subclassed, stored on an object): then what its instances
+    are given is unknown."""
     from fixer.analysis.class_model import constructions
     from fixer.analysis.graph import scope_of
     from fixer.analysis.retained_callers import _word_counts
@@ -195,6 +196,8 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
         local = constructions(ctx, cls)
         if local is None and _word_counts(ctx)[cls.name] != 1:
             return None
+        if any(len(t := ctx.parent(call).targets) != 1 or not isinstance(t[0], ast.Name) for call in local or []):
+            return None  # kept on an object or unpacked: followed no further
         found = [(ctx, scope_of(ctx, ctx.parent(call)), call) for call in local or []]
         for other in class_importers(ctx, cls):
             for use in _class_uses(other, os.path.abspath(ctx.path), cls.name):
