@@ -265,10 +265,15 @@ def _object_buffers(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
 
 def object_class(ctx: FileContext, owner: str) -> Optional[ast.ClassDef]:
     """The class of this file a module-level ``owner = Cls(...)`` instantiates."""
-    classes = {c.name: c for c in statement_index(ctx).classes}
+    call = _module_construction(ctx, owner)
+    return {c.name: c for c in statement_index(ctx).classes}.get(dotted(call.func) or "") if call is not None else None
+
+
+def _module_construction(ctx: FileContext, owner: str) -> Optional[ast.Call]:
+    """The call of the first module-level ``owner = f(...)``."""
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(dotted(t) == owner for t in stmt.targets):
-            return classes.get(dotted(stmt.value.func) or "")
+            return stmt.value
     return None
 
 
@@ -278,10 +283,8 @@ def project_object_class(ctx: FileContext, owner: str) -> Optional[tuple[FileCon
     cls = object_class(ctx, owner)
     if cls is not None:
         return ctx, cls
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(dotted(t) == owner for t in stmt.targets):
-            return imported_class(ctx, qualified(ctx, stmt.value.func) or "")
-    return None
+    call = _module_construction(ctx, owner)
+    return imported_class(ctx, qualified(ctx, call.func) or "") if call is not None else None
 
 
 def field_initials(home: FileContext, cls: ast.ClassDef, attr: str) -> list[ast.expr]:

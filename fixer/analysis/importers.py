@@ -78,8 +78,7 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
             for node in scope_nodes(scope):
                 if not (isinstance(node, ast.Name) and node.id in instances and isinstance(node.ctx, ast.Load)):
                     continue
-                known = imported_instance_of(other, scope, node.id)
-                if known is None or os.path.abspath(known[0].path) != here or known[1].name != cls.name:
+                if not _is_class(imported_instance_of(other, scope, node.id), here, cls.name):
                     continue
                 use = other.parent(node)
                 if not isinstance(use, ast.Attribute):
@@ -111,6 +110,7 @@ def _naming_files(here: str, name: str) -> Iterator[FileContext]:
 
 
 def _paths_naming(here: str, name: str) -> tuple[str, ...]:
+    """The neighbours of module ``here`` (itself excluded) whose text imports something and names ``name``."""
     return tuple(p for p in _folder_paths_naming(os.path.dirname(here), name) if p != here)
 
 
@@ -224,10 +224,14 @@ def _instances_in(other: FileContext, here: str, name: str) -> set[str]:
     for assign in statement_index(other).assigns:
         value = assign.value
         if isinstance(value, ast.Call) and (dotted(value.func) or "").rpartition(".")[2] == name:
-            known = imported_class(other, qualified(other, value.func) or "")
-            if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
+            if _is_class(imported_class(other, qualified(other, value.func) or ""), here, name):
                 found |= {t.id for t in assign.targets if isinstance(t, ast.Name)}
     return found
+
+
+def _is_class(known: Optional[tuple[FileContext, ast.ClassDef]], here: str, name: str) -> bool:
+    """``known`` (a class as ``imported_class`` finds it) is the class ``name`` of module ``here``."""
+    return known is not None and os.path.abspath(known[0].path) == here and known[1].name == name
 
 
 def _imports_name(other: FileContext, name: str) -> bool:
@@ -255,8 +259,7 @@ def _class_uses(other: FileContext, here: str, name: str) -> list[ast.expr]:
             if isinstance(node, ast.Name) and node.id in local or (
                 isinstance(node, ast.Attribute) and node.attr == name and (dotted(node.value) or "").partition(".")[0] in modules
             ):
-                known = imported_class(other, qualified(other, node) or "")
-                if known is not None and os.path.abspath(known[0].path) == here and known[1].name == name:
+                if _is_class(imported_class(other, qualified(other, node) or ""), here, name):
                     uses.append(node)
         return uses
 
