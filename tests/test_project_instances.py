@@ -179,3 +179,21 @@ for batch in range(3):
     path = tmp_path / "train.py"
     path.write_text(holder)
     assert _codes(path) == []
+
+
+@pytest.mark.parametrize(
+    "helpers, train, expected",
+    [
+        (TRAINER, "from helpers import Trainer\nt = Trainer(net)\n", True),  # constructed: its methods run here
+        (TRAINER, "from helpers import Trainer\nprint(Trainer.__doc__)\n", False),  # a class only dotted into
+        ('class Options:\n    """A second .backward() raises."""\n    # loss.backward() twice fails\n', "from helpers import Options\no = Options()\n", False),
+        ("def step(loss):\n    loss.backward()\n", "from helpers import step\nstep(loss)\n", True),
+        ("def step(loss):\n    '''Calls loss.backward().'''\n", "from helpers import step\nstep(loss)\n", False),
+    ],
+)
+def test_cross_file_pre_filter_counts_code_that_runs_here(tmp_path, helpers, train, expected):
+    from fixer.analysis.project import STEP_CALL, forget_project_files, imports_matching
+
+    _, script = _project(tmp_path, helpers, "for batch in data:\n    pass\n" + train)
+    forget_project_files()
+    assert imports_matching(str(script), script.read_bytes(), STEP_CALL) is expected

@@ -280,13 +280,14 @@ def training_call_text(ctx: FileContext) -> "re.Pattern[str]":
 def imported_training_methods(ctx: FileContext) -> set[str]:
     """Names of the methods that backpropagate themselves of the classes this file imports from
     other project files (``from agents import Agent`` ... ``agent.update(batch)``); only classes
-    named in CapWords whose text backpropagates are read."""
+    named in CapWords that the file constructs and whose text backpropagates are read."""
     from fixer.analysis.names import qualified
-    from fixer.analysis.project import STEP_CALL, imported_class, imported_definition_matches, names_constructing_imported
+    from fixer.analysis.project import STEP_CALL, constructed_imports, imported_class, imported_definition_matches, names_constructing_imported
     from fixer.analysis.scopes import scopes, statement_index
 
     def compute() -> set[str]:
         found: set[str] = set()
+        constructed = constructed_imports(ctx)
         if not names_constructing_imported(ctx):
             return found  # cheap: the file constructs no imported class
         for node in statement_index(ctx).imports:
@@ -294,7 +295,7 @@ def imported_training_methods(ctx: FileContext) -> set[str]:
                 continue
             for alias in node.names:
                 local = ast.Name(id=alias.asname or alias.name, ctx=ast.Load())
-                if not alias.name[:1].isupper() or not imported_definition_matches(ctx, local, STEP_CALL, classes=True):
+                if local.id not in constructed or not alias.name[:1].isupper() or not imported_definition_matches(ctx, local, STEP_CALL, classes=True):
                     continue
                 known = imported_class(ctx, qualified(ctx, local) or "")
                 if known is not None:

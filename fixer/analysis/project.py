@@ -105,22 +105,30 @@ def names_constructing_imported(ctx: FileContext) -> frozenset[str]:
     """Names some assignment of the file binds to ``Cls(...)`` of an imported CapWords name: those
     that may hold an instance of a class of another project file (one pass over the file's
     assignments, reading no other file)."""
+    return _imported_constructions(ctx)[0]
+
+
+def constructed_imports(ctx: FileContext) -> frozenset[str]:
+    """The imported names (the first part of ``Cls`` or ``mod.Cls``) some assignment of the file
+    calls as ``Cls(...)`` with a CapWords name, whatever it assigns to."""
+    return _imported_constructions(ctx)[1]
+
+
+def _imported_constructions(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
     from fixer.analysis.names import last_name
 
-    def compute() -> frozenset[str]:
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
         imported = {(a.asname or a.name).partition(".")[0] for i in statement_index(ctx).imports for a in i.names}
-        if not imported:
-            return frozenset()
-        return frozenset(
-            t.id
-            for a in statement_index(ctx).assigns
-            if isinstance(a.value, ast.Call) and (last_name(a.value.func) or "")[:1].isupper()  # cheap: CapWords, as classes are named
-            and (dotted(a.value.func) or "").partition(".")[0] in imported
-            for t in a.targets
-            if isinstance(t, ast.Name)
-        )
+        names: set[str] = set()
+        roots: set[str] = set()
+        for a in statement_index(ctx).assigns if imported else ():
+            root = (dotted(a.value.func) or "").partition(".")[0] if isinstance(a.value, ast.Call) else ""
+            if root in imported and (last_name(a.value.func) or "")[:1].isupper():  # cheap: CapWords, as classes are named
+                roots.add(root)
+                names |= {t.id for t in a.targets if isinstance(t, ast.Name)}
+        return frozenset(names), frozenset(roots)
 
-    return ctx.memo("names_constructing_imported", compute)
+    return ctx.memo("imported_constructions", compute)
 
 
 def _bound_values(ctx: FileContext, scope: Scope, name: str) -> Optional[list[Optional[ast.expr]]]:
@@ -491,8 +499,8 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
                 continue
             name, local = parts[0], re.escape(parts[-1]).encode()
             if target and not package and _definition_matches(target, name, pattern, classes=True):
-                if re.search(rb"\b" + local + rb"\s*[(.]", data, re.MULTILINE):
-                    return True  # imported and called (or constructed, or dotted into) here
+                if re.search(rb"\b" + local + (rb"\s*\(" if _definition_kind(target, name) == b"class" else rb"\s*[(.]"), data):
+                    return True  # imported and called (a class: constructed) here
             if package:  # ``steps.train_step(...)`` with ``from . import steps``
                 sub = _module_file(path, name, len(dots))
                 if sub and _file_matches(sub, pattern):
@@ -526,6 +534,11 @@ def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]", clas
     return matches and (kind == b"def" or classes)
 
 
+def _definition_kind(path: str, name: str) -> bytes:
+    """``b"def"`` or ``b"class"``: how the module defines ``name`` at top level (empty: not found)."""
+    return _definitions(path, STEP_CALL).get(name, (b"", False))[0]
+
+
 @depends.remembered
 def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, tuple[bytes, bool]]:
     data, found = _read(path), {}
@@ -533,8 +546,19 @@ def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, tuple[byt
         line_end = data.find(b"\n", match.end())
         end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
         body = data[match.start() : end.start() if end else len(data)]
-        found[match.group(2).decode("ascii", "replace")] = (match.group(1), pattern.search(body) is not None)
+        found[match.group(2).decode("ascii", "replace")] = (match.group(1), _matches_in_code(body, pattern))
     return found
+
+
+def _matches_in_code(body: bytes, pattern: "re.Pattern[bytes]") -> bool:
+    """``pattern`` matches ``body`` outside comment lines and triple-quoted strings (docstrings,
+    where libraries mention ``loss.backward()`` in prose): judged from text, no parse."""
+    for match in pattern.finditer(body):
+        line = body.rfind(b"\n", 0, match.start()) + 1
+        before = body[: match.start()]
+        if not body[line : match.start()].lstrip(b" \t").startswith(b"#") and before.count(b'"""') % 2 == 0 and before.count(b"'''") % 2 == 0:
+            return True
+    return False
 
 
 @depends.remembered
