@@ -37,13 +37,15 @@ for x, y in batches:
     hidden = hidden.detach()  # for an LSTM: hidden = tuple(h.detach() for h in hidden)
     out, hidden = rnn(x, hidden)
 ```
-For a cache, store the detached value: `cache.append(h.detach())`. For per-episode buffers whose
+For a cache, store the detached value: `cache.append(h.detach())` (also `self.memory.append(self.h)`
+when `self.h` feeds this iteration's loss too: emptying the cache would change what it holds). For per-episode buffers whose
 entries reach the loss only through the list (REINFORCE's `saved_log_probs`), empty them at the
 start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it); when an
 agent's `act` method fills `self.log_probs` for its `learn` method (or `select_action` fills
 `policy.saved_log_probs` for `finish_episode`), they are emptied right after that backward (if
 nothing reads them later in that call). A total
-that starts as a number (`total_loss = 0`) is cut once it is a tensor
+that starts as a number (`total_loss = 0`, or a project function's `return 0.0`, or a call
+graphfix cannot see into before `total += loss`) is cut once it is a tensor
 (`if torch.is_tensor(total_loss): total_loss = total_loss.detach()`). A no-op
 `for s in state: s.detach()` (each result dropped) is replaced by the cut; when the state may be
 a tensor or a tuple, the cut handles both
@@ -92,8 +94,9 @@ from fixer.analysis.carried_flow import Feeding, contains, inside, position
 from fixer.analysis.carried_shape import initial_value
 from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.importers import class_importers
-from fixer.analysis.names import dotted
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
+from fixer.analysis.project import called_function
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -127,7 +130,7 @@ class GraphCarriedAcrossIterations(Rule):
             unsafe = value.read_after_store
         else:
             node = value.use
-            edits = _boundary_edits(ctx, value)
+            edits = _boundary_edits(ctx, scope, value)
             name = value.name
             fix = f"`{_cut_line(value) or name + ' = ' + name + '.detach()'}` at the start of the iteration"
             if _cut_line(value) is None:
@@ -165,9 +168,10 @@ def _only_through_container(ctx: FileContext, value: CarriedValue) -> bool:
     Storing detached values would then leave this iteration's loss without its own gradient."""
     store_stmts = [s for s, _ in value.stores]
     for stmt, stored in value.stores:
-        if isinstance(stored, ast.Name):
+        name = dotted(stored) if isinstance(stored, (ast.Name, ast.Attribute)) else None
+        if name is not None:  # a variable or a field (``self.h``) read elsewhere: gradient flows there too
             for node in walk(scope_of(ctx, stmt).node if value.stored_elsewhere else value.iteration.node):
-                if isinstance(node, ast.Name) and node.id == stored.id and isinstance(node.ctx, ast.Load):
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == name:
                     if not any(contains(s, node) for s in store_stmts):
                         return False
         elif not isinstance(stored, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute)):
@@ -262,7 +266,7 @@ def _cut_line(value: CarriedValue) -> Optional[str]:
     return None
 
 
-def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
+def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:
     """Insert the cut before the statement of the iteration body that first reads the value."""
     line = _cut_line(value)
     stmt = _body_statement(ctx, value.iteration, value.read)
@@ -275,10 +279,10 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
         line = f"{name} = {name}.detach() if {torch}.is_tensor({name}) else tuple(h.detach() for h in {name})"
     if line is None:
         return []
-    if _is_number(value.initial):
+    if _is_number(value.initial) or _may_start_as_number(ctx, scope, value):
         if torch is None:
             return []
-        # starts as a number (`total = 0`): a tensor only from the second pass on
+        # starts as a number (`total = 0`, or maybe: `total = start()`): a tensor only from the second pass on
         indent, nl, name = ctx.indent_of(stmt.lineno), ctx.newline, value.name
         text = f"{indent}if {torch}.is_tensor({name}):{nl}{indent}{ctx.indent_unit}{name} = {name}.detach(){nl}"
         start = ctx.line_start(stmt.lineno)
@@ -296,6 +300,37 @@ def _boundary_edits(ctx: FileContext, value: CarriedValue) -> list[Edit]:
     text = f"{indent}if {value.name} is not None:{nl}{indent}{ctx.indent_unit}{line}{nl}" if guard else f"{indent}{line}{nl}"
     start = ctx.line_start(stmt.lineno)
     return [Edit(start, start, text)]
+
+
+def _may_start_as_number(ctx: FileContext, scope, value: CarriedValue) -> bool:
+    """The value starts from a call outside torch that may give a number, which has no ``detach``:
+    a project function with a ``return 0.0``, or a function graphfix cannot see into giving the
+    start of a running total (``total = start_total()`` ... ``total += loss``)."""
+    initial = value.initial
+    if not isinstance(initial, ast.Call) or (qualified(ctx, initial.func) or "").startswith("torch."):
+        return False
+    returns_number = _returns_number(ctx, scope, initial, 3)
+    if returns_number is not None:
+        return returns_number
+    stmt = ctx.statement_of(value.read)
+    if isinstance(stmt, ast.AugAssign):
+        return dotted(stmt.target) == value.name
+    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.BinOp) and any(dotted(t) == value.name for t in stmt.targets)
+
+
+def _returns_number(ctx: FileContext, scope, call: ast.Call, depth: int) -> Optional[bool]:
+    """Some ``return`` of the project function ``call`` runs gives a number (``return 0.0``, or the
+    result of another such function); None when the function cannot be seen."""
+    callee = called_function(ctx, scope, call.func)
+    if depth == 0 or callee is None or isinstance(callee.node, ast.Module):
+        return None
+    own = callee.ctx or ctx
+    for node in scope_nodes(callee):
+        if isinstance(node, ast.Return) and _is_number(node.value):
+            return True
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and _returns_number(own, callee, node.value, depth - 1):
+            return True
+    return False
 
 
 def _noop_detach_loop(stmt: ast.stmt, name: str) -> bool:

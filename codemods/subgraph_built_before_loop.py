@@ -40,7 +40,9 @@ for _ in range(2):
 ```
 The assignment is moved (copied when `y` is also used outside the loop). It is recomputed when
 it is a plain expression of tensor ops on names the loop does not rebind, or when it calls
-modules and the loop updates its leaves (an optimizer step or an in-place update). Otherwise the
+modules, or project functions (of this file or imported) that only return an expression of
+tensor ops and calls of their parameters (`return criterion(out, y)`), and the loop updates its
+leaves (an optimizer step or an in-place update). Otherwise the
 loop's `backward()` gets `retain_graph=True`, which keeps the shared graph alive and gives the
 same gradients. `y.detach()` is never the fix: it stops the gradient to `t` and `a`
 (`a.grad` stays None).
@@ -50,7 +52,7 @@ Recomputing a plain tensor expression is safe: without updates of its leaves the
 gradients equal those of `retain_graph=True`; with updates every iteration uses the current
 leaves, which is what the loop means. Recomputing an `__init__` value at the start of the method
 is unsafe for the same reasons (it reads only `self` and imported names; otherwise there is no fix).
-Recomputing an expression with module calls is unsafe:
+Recomputing an expression with module or helper calls is unsafe:
 dropout draws a new mask every iteration (the random stream shifts) and batch norm updates its
 running statistics every iteration. `retain_graph=True` is unsafe: gradients are unchanged, but
 every iteration's graph is kept alive until the next one replaces it.
@@ -82,6 +84,7 @@ from fixer.analysis.graph_reuse import (
 )
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
 from fixer.analysis.init_graphs import given_graphs, init_graphs
 from fixer.analysis.shared_graph import keyword_edit, saves_tensors
@@ -368,13 +371,39 @@ def _recompute_kind(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast
             continue
         if isinstance(node.func, ast.Attribute) and node.func.attr in PURE_TENSOR_METHODS and graph.kind(node.func.value, stmt) >= Kind.LEAF:
             continue
-        if graph.is_module(node.func) and ctx.text(node.func) in module_names(ctx):
+        if graph.is_module(node.func) and ctx.text(node.func) in module_names(ctx) or _pure_helper(ctx, scope, node):
             kind = "module"
             continue
         return None
     if kind == "module" and not _updates_leaves(ctx, graph, scope, value, loop):
         return None
     return kind
+
+
+def _pure_helper(ctx: FileContext, scope: Scope, call: ast.Call) -> bool:
+    """``call`` runs a project function (of this file or imported) whose body only returns an
+    expression of torch operations, tensor methods and calls of its own parameters
+    (``return criterion(out, y) + 0.01 * out.pow(2).mean()``): evaluating it again has no effect
+    but a new graph."""
+    callee = called_function(ctx, scope, call.func)
+    if callee is None or not isinstance(callee.node, ast.FunctionDef) or callee.class_node is not None or callee.node.decorator_list:
+        return False
+    body = [s for s in callee.node.body if not is_docstring(s)]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return False
+    args = callee.node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    own = callee.ctx or ctx
+    for node in walk(body[0].value):
+        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Lambda, ast.comprehension)):
+            return False
+        if isinstance(node, ast.Call):
+            name = qualified(own, node.func) or ""
+            torch_op = name.startswith("torch.") and not RANDOM.search(name) and not name.endswith("_")
+            tensor_method = isinstance(node.func, ast.Attribute) and node.func.attr in PURE_TENSOR_METHODS
+            if not (torch_op or tensor_method or isinstance(node.func, ast.Name) and node.func.id in params):
+                return False
+    return True
 
 
 def _inputs_stable(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, stmt: ast.AST, loop: ast.AST) -> bool:

@@ -197,3 +197,40 @@ def test_cross_file_pre_filter_counts_code_that_runs_here(tmp_path, helpers, tra
     _, script = _project(tmp_path, helpers, "for batch in data:\n    pass\n" + train)
     forget_project_files()
     assert imports_matching(str(script), script.read_bytes(), STEP_CALL) is expected
+
+
+LOSS_HELPER = HEADER + '''
+
+def compute_loss(criterion, output, target):
+    return criterion(output, target)
+
+
+def logged_loss(criterion, output, target):
+    print("computing the loss")
+    return criterion(output, target)
+'''
+
+LOSS_BEFORE_LOOP = HEADER + '''from helpers import {helper}
+
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 3), torch.randn(8, 1)
+criterion = nn.MSELoss()
+output = model(x)
+loss = {helper}(criterion, output, y)
+for epoch in range(5):
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("helper, recomputed", [("compute_loss", True), ("logged_loss", False)])
+def test_loss_built_before_the_loop_by_an_imported_helper(tmp_path, helper, recomputed):
+    """The imported helper's return is read as if it were written here: the loss carries the
+    module's graph (GF102); it is recomputed in the loop only when the helper does nothing else."""
+    _, train = _project(tmp_path, LOSS_HELPER, LOSS_BEFORE_LOOP.format(helper=helper))
+    result = process_file(str(train), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
+    assert [d.code for d in result.diagnostics] == ["GF102"]
+    fixed = result.fixed or ""
+    assert ("    loss = %s(criterion, output, y)\n" % helper in fixed) is recomputed

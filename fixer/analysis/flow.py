@@ -45,7 +45,7 @@ def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Itera
                 continue
             yield node  # the callee is not data: follow the receiver of a method, not the function name
             callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]
-            stack.extend(reversed([*callee, *_flowing_arguments(ctx, node)]))
+            stack.extend(reversed([*callee, *flowing_arguments(ctx, node)]))
             continue
         if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES and not is_self_attribute(ctx, node):
             continue
@@ -87,7 +87,11 @@ def root_names(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST,
     return names
 
 
-def _flowing_arguments(ctx: FileContext, call: ast.Call) -> list[ast.AST]:
+def flowing_arguments(ctx: FileContext, call: ast.Call) -> list[ast.AST]:
+    """The arguments (expressions, or ``ast.keyword``s) whose values may reach what the call
+    returns: all of them, unless it runs a readable project function whose returns provably read
+    only some of its parameters."""
+
     def compute() -> list[ast.AST]:
         everything = [*call.args, *call.keywords]
         helper = _readable_function(ctx, call)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fixer.analysis.bindings import module_names
+from fixer.analysis.flow import flowing_arguments
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, import_aliases, qualified
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
@@ -143,8 +144,8 @@ class GraphSources:
         name = qualified(self.ctx, func) or ""
         if name in PLAIN_CALLS or CREATION.match(name) or name in PARAMETER:
             return
-        for arg in [*call.args, *(k.value for k in call.keywords)]:
-            self._visit(arg, at, True, back, out, seen, bound)
+        for arg in flowing_arguments(self.ctx, call):  # a helper's argument its returns never read keeps nothing
+            self._visit(arg.value if isinstance(arg, ast.keyword) else arg, at, True, back, out, seen, bound)
         if self._reads_tensor_of_module(call):
             out.unknown = True  # compute_loss(loss, model) returning loss + model.reg_loss
         if isinstance(func, ast.Attribute) and self._is_value(func.value, func.attr):

@@ -5,7 +5,8 @@ A backward call frees the saved tensors of every node it walks. A later backward
 tensors with the earlier one. Two targets share such a node when both derive, through the
 scope's assignments, from one *evaluation* of a graph-carrying value: one module call output
 (``logits, aux = model(x)``), a shared trunk (``h = trunk(x)``), or the same tensor. A loss
-returned by a helper function of the same file is followed into the helper's return expression.
+returned by a helper function (of the same file or an imported project module) is followed into
+the helper's return expression.
 
 ``graph_origins`` answers with ``Origin``s: the assignments a target's graph certainly passes
 through. Only certain facts count: a name with several reaching assignments (a branch, a value
@@ -24,6 +25,7 @@ from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, 
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.project import imported_function
 from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -132,28 +134,32 @@ class _Tracer:
             # returns carry no graph: not a proven evaluation
         return Origin(prefix + (id(value),), stmt, self.saves(value, 0), value)
 
-    # -- helper functions of the same file ------------------------------------------------------
+    # -- helper functions (this file or imported) --------------------------------------------------
     def helper(self, call: ast.Call) -> Optional[Scope]:
-        """The same-file function ``call`` runs, when it is a plain function called by name."""
+        """The function of this file or of an imported project module that ``call`` runs, when it
+        is a plain function called by name."""
         if self.depth >= MAX_HELPER_DEPTH or not isinstance(call.func, ast.Name):
             return None
-        return module_functions(self.ctx).get(call.func.id)
+        return module_functions(self.ctx).get(call.func.id) or imported_function(self.ctx, call.func)
+
+    def _returns(self, helper: Scope) -> tuple[set[str], bool, bool, bool]:
+        return _returned_origins(helper.ctx or self.ctx, helper, self.depth + 1)
 
     def _helper_graph(self, value: ast.expr) -> bool:
         helper = self.helper(value) if isinstance(value, ast.Call) else None
-        return helper is not None and _returned_origins(self.ctx, helper, self.depth + 1)[1]
+        return helper is not None and self._returns(helper)[1]
 
     def _independent_elements(self, stmt: ast.AST, value: ast.expr) -> bool:
         """``a, b = helper(...)`` where the helper returns a tuple whose elements share no graph."""
         helper = self.helper(value) if isinstance(value, ast.Call) else None
         return (
             helper is not None and isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], (ast.Tuple, ast.List))
-            and not _returned_origins(self.ctx, helper, self.depth + 1)[3]
+            and not self._returns(helper)[3]
         )
 
     def _through_helper(self, call: ast.Call, helper: Scope, at: ast.AST, prefix: tuple, seen: set) -> set[Origin]:
         """Origins of the arguments whose parameters the helper's return value derives from."""
-        flowing = _returned_origins(self.ctx, helper, self.depth + 1)[0]
+        flowing = self._returns(helper)[0]
         params = [a.arg for a in helper.node.args.posonlyargs + helper.node.args.args]
         found: set[Origin] = set()
         for index, arg in enumerate(call.args):
@@ -175,7 +181,7 @@ class _Tracer:
                 return True
             helper = self.helper(node)
             if helper is not None:
-                if _returned_origins(self.ctx, helper, self.depth + 1)[2]:
+                if self._returns(helper)[2]:
                     return True
                 continue
             name = qualified(self.ctx, node.func) or ""
