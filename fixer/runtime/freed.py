@@ -241,8 +241,9 @@ def _first_use(freeing: Call, crossed: Any, crossed_record: NodeRecord) -> Optio
     above = graphwalk.ancestors(roots_of(freeing), crossed)
     entering = [n for n in above if any(hasattr(c, "variable") and id(c.variable) not in own for c, _ in n.next_functions)]
     consuming = [n for n in above if any(c is crossed for c, _ in n.next_functions)]
+    inherited = graphwalk.inherited_records(roots_of(freeing))
     for nodes in (entering, consuming):
-        records = [r for r in map(graphwalk.record, nodes) if r is not None and crossed_record.position <= r.position < freeing.position]
+        records = [r for r in (inherited.get(id(n)) for n in nodes) if r is not None and crossed_record.position <= r.position < freeing.position]
         if records:
             return min(records, key=lambda r: r.position)
     return None

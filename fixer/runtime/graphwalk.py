@@ -70,6 +70,15 @@ def path_to(roots: Iterable[Any], wanted) -> Optional[list[Any]]:
     return None
 
 
+def inherited_records(roots: Iterable[Any]) -> dict[int, Optional[NodeRecord]]:
+    """id(node) -> its record, or (a node built inside a library module's call, unrecorded) the
+    record of the node that reached it first breadth-first from the roots."""
+    records: dict[int, Optional[NodeRecord]] = {}
+    for node, parent in walk(roots):
+        records[id(node)] = record(node) or (records[id(parent)] if parent is not None else None)
+    return records
+
+
 def ancestors(roots: Iterable[Any], target: Any) -> list[Any]:
     """Nodes reachable from the roots through which ``target`` is reached (``target`` excluded),
     decided children first by an iterative depth-first walk."""

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
+import torch.nn.modules.module as module_hooks
 import torch.optim.optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
 from fixer.runtime.observer import Observer
-from fixer.runtime.sites import Stack, caller_stack, user_stack
+from fixer.runtime.sites import Stack, caller_stack, is_user_code, user_stack
 
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
 KEEP_FIRST, KEEP_LAST = 64, 4096
@@ -88,6 +89,8 @@ class Recorder:
     _mode_on: bool = False
     _undo: list = field(default_factory=list)
     _held: list = field(default_factory=list)
+    _listening: dict = field(default_factory=dict)  # event -> (number of observers, those that hear it)
+    _module_modes: list = field(default_factory=list)  # the recording state at each module call entered
     observers: list = field(default_factory=list)  # fixer.runtime.observer.Observer: the detectors
     op_watchers: list = field(default_factory=list)  # observers that want every torch call (while they ask)
     in_step: bool = False
@@ -95,13 +98,40 @@ class Recorder:
 
     # --- recording --------------------------------------------------------------------------
 
-    def tag(self, node: Any) -> None:
+    def tag(self, node: Any, stack: Optional[Stack] = None) -> None:
         meta = node.metadata
         if KEY not in meta:
-            stack = user_stack(sys._getframe(2))
+            stack = user_stack(sys._getframe(2)) if stack is None else stack
             meta[KEY] = NodeRecord(self.position, stack)
             self.last_seen[stack] = self.position
             self.position += 1
+
+    # A library module (``nn.Linear``, ``nn.Sequential`` of them, a criterion) runs unrecorded: every
+    # op inside it has the user stack of its call anyway, so only its outputs are tagged, at its
+    # exit; an inner node takes the record of the nearest recorded node above it
+    # (graphwalk.effective_record, inherited_records). A module of the user's code inside it is
+    # recorded again.
+
+    def _enter_module(self, module: Any, args: Any) -> None:
+        user = is_user_code(type(module).forward.__code__)
+        if self.in_step or self.op_watchers or user == self._mode_on:
+            self._module_modes.append(None)  # already as it should be: nothing to undo
+            return
+        self._module_modes.append(self._mode_on)
+        self._watching(user)
+
+    def _leave_module(self, module: Any, args: Any, output: Any) -> None:
+        if not self._module_modes:
+            return
+        was_on = self._module_modes.pop()
+        if was_on is None or self.in_step:
+            return
+        if was_on and not self._mode_on:
+            stack = user_stack(sys._getframe(1))
+            for tensor in _tensors(output, 2):
+                if tensor.grad_fn is not None:
+                    self.tag(tensor.grad_fn, stack)
+        self._watching(was_on)
 
     def record_call(self, kind: str, stack: Stack, **extra: Any) -> Call:
         key = (kind, stack)
@@ -124,11 +154,13 @@ class Recorder:
             return run()
         tensors = (roots,) if isinstance(roots, torch.Tensor) else tuple(roots or ())
         tensors = tuple(t for t in tensors if isinstance(t, torch.Tensor))
-        records = tuple(r for t in tensors if t.grad_fn is not None and (r := t.grad_fn.metadata.get(KEY)) is not None)
+        with torch._C.DisableTorchFunction():  # our own look at the roots: not a torch call of the program
+            nodes = tuple(n for t in tensors if (n := t.grad_fn) is not None)
+        records = tuple(r for n in nodes if (r := n.metadata.get(KEY)) is not None)
         call = self.record_call(kind, caller_stack(2), roots=tuple(map(weakref.ref, tensors)), root_records=records, frees=frees)
         self._watching(True)  # a step that raised never ran its post hook
         if frees:  # after this call the graph holds no saved tensors: keeping its nodes costs little
-            call.root_nodes = tuple(t.grad_fn for t in tensors if t.grad_fn is not None)
+            call.root_nodes = nodes
             self._held.append(call)
             if len(self._held) > HELD:
                 self._held.pop(0).root_nodes = ()
@@ -163,16 +195,16 @@ class Recorder:
         self._mode_on = on
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._watching(True)
         self.in_step = False
         call = self.calls[-1] if self.calls and self.calls[-1].kind == "step" else None
         self.notify("after_step", optimizer, call)
-        for group in optimizer.param_groups:
+        for group in optimizer.param_groups:  # (still unrecorded: p.grad is our look, not the program's)
             for param in group["params"]:
                 if param.grad is not None and call is not None:
                     entry = self.stepped.setdefault(id(param), (weakref.ref(param), []))
                     entry[1].append(call)
                     del entry[1][:-4]
+        self._watching(True)
         self.steps += 1
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StopRun(self.steps)
@@ -180,7 +212,13 @@ class Recorder:
     def notify(self, event: str, *args: Any, observers: Optional[list] = None) -> None:
         """Each observer hears the event with torch function handling off: its own look at
         tensors (``p.grad``, ``t.grad_fn``) is neither recorded nor slowed by our mode."""
-        listening = [o for o in (self.observers if observers is None else observers) if getattr(type(o), event) is not getattr(Observer, event)]
+        if observers is None:  # the observers that override the event, found once per event
+            cached = self._listening.get(event)
+            if cached is None or cached[0] != len(self.observers):  # (observers are added at start, dropped on a crash)
+                cached = self._listening[event] = (len(self.observers), _overriding(self.observers, event))
+            listening = cached[1]
+        else:
+            listening = _overriding(observers, event)
         if not listening:
             return
         with torch._C.DisableTorchFunction():
@@ -242,6 +280,8 @@ class Recorder:
         self._handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+            module_hooks.register_module_forward_pre_hook(self._enter_module),
+            module_hooks.register_module_forward_hook(self._leave_module),
         ]
         self._mode, self._mode_on = _Mode(self), False
         self._watching(True)
@@ -255,3 +295,17 @@ class Recorder:
         for owner, name, value in reversed(self._undo):
             setattr(owner, name, value)
         self._undo.clear()
+
+
+def _tensors(value: Any, depth: int) -> list:
+    """The tensors of a module's output: itself, or in a tuple, list or dict (LSTM's ``out, (h, c)``)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth == 0:
+        return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    return [t for item in items for t in _tensors(item, depth - 1)]
+
+
+def _overriding(observers: list, event: str) -> list:
+    return [o for o in observers if getattr(type(o), event) is not getattr(Observer, event)]
