@@ -234,3 +234,27 @@ def test_loss_built_before_the_loop_by_an_imported_helper(tmp_path, helper, reco
     assert [d.code for d in result.diagnostics] == ["GF102"]
     fixed = result.fixed or ""
     assert ("    loss = %s(criterion, output, y)\n" % helper in fixed) is recomputed
+
+
+@pytest.mark.parametrize("callers, known", [(2, True), (9, False)])
+def test_callers_of_a_function_named_across_many_files_stay_unknown(tmp_path, callers, known):
+    import ast
+
+    from fixer.analysis.importers import MAX_CALLING_FILES, importer_calls
+    from fixer.analysis.project import forget_project_files
+    from fixer.analysis.scopes import scopes
+    from fixer.context import FileContext
+
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("def train_step(model, batch):\n    model(batch).sum().backward()\n")
+    for index in range(callers):
+        (tmp_path / f"run{index}.py").write_text("from helpers import train_step\ntrain_step(net, data)\n")
+    forget_project_files()
+    text = helpers.read_text()
+    ctx = FileContext(str(helpers), text, ast.parse(text))
+    found = importer_calls(ctx, next(s for s in scopes(ctx) if getattr(s.node, "name", "") == "train_step"))
+    assert (callers <= MAX_CALLING_FILES) is known
+    if known:
+        assert len(found) == callers and all(c.call is not None for c in found)
+    else:
+        assert [c.call for c in found] == [None]  # a use with no call: unknown

@@ -23,7 +23,7 @@ from fixer.context import FileContext
 
 MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
 TRAINING_TEXT = re.compile(r"\.(?:backward|step|zero_grad)\s*\(|autograd\.(?:grad|backward)\b")
-MAX_CONSTRUCTING_FILES = 8  # files constructing a class read for its method calls; more: unknown
+MAX_CALLING_FILES = 8  # files read for the calls of a function or of a class's methods; more: callers unknown
 
 
 class ImportedCall(NamedTuple):
@@ -51,7 +51,7 @@ def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
     if ctx.parent(node) is not ctx.tree:
         return []
     here = os.path.abspath(ctx.path)
-    return ctx.memo(("importer_calls", id(node)), lambda: list(_calls_from(here, node.name)))
+    return ctx.memo(("importer_calls", id(node)), lambda: list(_calls_from(ctx, here, node.name)))
 
 
 def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iterator[ImportedCall]:
@@ -61,7 +61,7 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
     calling = set(_paths_naming(here, method))  # only files whose text names the method can call it
     constructing = re.compile(rb"=\s*(?:\w+\.)*%s\s*\(" % re.escape(cls.name.encode()))  # and assigns an instance
     paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(_read(p))]
-    if len(paths) > MAX_CONSTRUCTING_FILES:
+    if len(paths) > MAX_CALLING_FILES:
         yield ImportedCall(ctx, scopes(ctx)[0], None)  # a class used across a library: its callers stay unknown
         return
     for path in paths:
@@ -88,9 +88,14 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
                     yield ImportedCall(other, scope, call if isinstance(call, ast.Call) and call.func is use else None)
 
 
-def _calls_from(here: str, name: str):
+def _calls_from(ctx: FileContext, here: str, name: str):
+    stem = os.path.basename(os.path.dirname(here) if os.path.basename(here) == "__init__.py" else os.path.splitext(here)[0]).encode()
+    paths = [p for p in _paths_naming(here, name) if _names(_read(p), stem)]  # (an import of the module names it)
+    if len(paths) > MAX_CALLING_FILES:
+        yield ImportedCall(ctx, scopes(ctx)[0], None)  # a function used across a library: its callers stay unknown
+        return
     word = re.compile(r"\b%s\b" % re.escape(name))
-    for other in _naming_files(here, name):
+    for other in filter(None, map(_load, paths)):
         for scope in scopes(other):
             if not other.mentions(scope.node, word):
                 continue

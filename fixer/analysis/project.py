@@ -483,6 +483,8 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
     for match in import_lines(data):
         raw_dots, raw_module, _, _, raw_plain, _ = match.groups()
         package = not raw_plain and raw_dots and not raw_module  # ``from . import steps``: the package's modules
+        if not raw_dots and (raw_plain or raw_module or b"").partition(b".")[0] == b"torch":
+            continue  # the torch API (as _imports_step_module answers), without the memo's cost
         if not package and not _imports_step_module(folder, raw_dots or b"", raw_plain or raw_module or b"", pattern, _root):
             continue  # cheap, cached per folder and module: most imported modules never backpropagate
         dots, module, grouped, listed, plain, alias = (g.decode("ascii", "replace") if g else "" for g in match.groups())
