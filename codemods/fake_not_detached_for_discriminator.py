@@ -26,7 +26,8 @@ its optimizer does not train the producer. The same holds for any two steps wher
 step's optimizer trains the module that made a shared tensor (a shared encoder trained with the
 critic, reused by the actor step). And the reverse order with a reused output: `out = D(fake)`
 computed before the generator step, backpropagated by it, then read again by the discriminator
-step: that step gets `D(fake.detach())` of its own.
+step: that step gets `D(fake.detach())` of its own (also when the output is kept on a field that
+only this method writes, `self.p_fake = self.D(self.fake)`).
 
 The steps may be written in helper functions or methods of the same file
 (`train_discriminator(real, fake)`, `self.backward_D()` reading `self.fake_B`): a helper's
@@ -93,6 +94,8 @@ from fixer.analysis.gan_steps import optimizer_steps as _steps
 from fixer.analysis.gan_steps import ASSIGNMENTS, discriminator_generator_pairs, statement_flows_to
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.graph_reuse import assigned_names, derived_names, flowing_names, innermost_loop, names_in, reaches, remove_keyword
+from fixer.analysis.class_model import attribute_writes, written_only_in
+from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass
@@ -322,7 +325,7 @@ def _reused_discriminator_outputs(
             stmt = use.stmt
             if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
                 continue
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _own_output(ctx, scope, stmt.targets[0])):
                 continue
             if stmt.value is not use.call or not _before(stmt, one) or innermost_loop(ctx, stmt, scope.node) is not innermost_loop(ctx, one, scope.node):
                 continue
@@ -337,6 +340,18 @@ def _reused_discriminator_outputs(
                 break
 
 
+def _own_output(ctx: FileContext, scope: Scope, target: ast.expr) -> bool:
+    """A name, or a field ``self.out`` that only this method writes (no other method, no code
+    outside the class): nothing between two of its statements rebinds it unseen."""
+    if isinstance(target, ast.Name):
+        return True
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == scope.self_name):
+        return False
+    cls = scope.class_node
+    writes = attribute_writes(ctx, cls).get(target.attr, [])
+    return all(w.method.node is scope.node for w in writes) and written_only_in(ctx, cls, target.attr)
+
+
 def _discriminator_reads(
     ctx: FileContext, graph: GraphFacts, scope: Scope, assign: ast.Assign, use: Use, one: ast.stmt, second: BackwardCall,
     steps: list[OptimizerCall],
@@ -346,7 +361,7 @@ def _discriminator_reads(
     parameters unchanged since ``assign``; then the reads of ``fake`` itself there (a gradient
     penalty on it). Empty when ``out`` also reaches ``second`` another way (a value computed from
     it before the generator step)."""
-    out = assign.targets[0].id
+    out = dotted(assign.targets[0]) or ""  # ``out`` or ``self.p_fake``
     two = ctx.statement_of(second.node)
     if _rebound(ctx, scope, names_in(use.call) | {out}, assign, two):
         return []  # ``out``, the fake or the callable rebound before the discriminator step reads them

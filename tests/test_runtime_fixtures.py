@@ -41,6 +41,7 @@ WATCHED = {
 # use inside a step function (static: the call that carries it), the read of a tensor buffer
 # (static: the store into it), the method's use of a graph built in __init__ (static: __init__).
 KNOWN_GAPS = {
+    "fake_not_detached_for_discriminator/bigan_trainer_reuses_output_field",
     "fake_not_detached_for_discriminator/discriminator_output_reused_after_generator_step",
     "fake_not_detached_for_discriminator/discriminator_output_reused_inline_chain",
     "graph_carried_across_iterations/hidden_through_step_function",

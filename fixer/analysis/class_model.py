@@ -153,7 +153,7 @@ def _assigned_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
     return ctx.memo("assigned_calls", compute)
 
 
-def _written_only_in(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+def written_only_in(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
     """No text outside the class stores to ``.attr`` (so ``self.attr`` elsewhere is another object's)."""
     pattern = re.compile(r"\.%s\s*(?:[-+*/@%%|&^]|//|\*\*|<<|>>)?=(?!=)" % re.escape(attr))
     lines = ctx.lines_matching(pattern)
@@ -176,7 +176,7 @@ def held_for_life(ctx: FileContext) -> dict[str, str]:
             for attr in attribute_writes(ctx, cls):
                 given = construction_argument(ctx, cls, attr)
                 name = dotted(given) if given is not None else None
-                if name and not name.startswith("self.") and _written_only_in(ctx, cls, attr):
+                if name and not name.startswith("self.") and written_only_in(ctx, cls, attr):
                     found[f"self.{attr}"] = name
         return found
 

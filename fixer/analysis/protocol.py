@@ -284,16 +284,21 @@ def _is_parameters_receiver(ctx: FileContext, name: ast.Name, root: ast.AST) -> 
 
 
 def _aliases(ctx: FileContext, assign: ast.Assign, models: set[str]) -> set[str]:
-    """``self.model`` for ``model`` when the function that builds the optimizer stores ``self.model = model``."""
+    """``self.model`` for ``model`` when the function that builds the optimizer stores ``self.model = model``
+    (or ``self.g, self.d = g, d``)."""
     function = next((a for a in ctx.ancestors(assign) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if function is None:
         return set()
     found = set()
     for node in walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted(node.value) in models:
-            target = dotted(node.targets[0])
-            if target:
-                found.add(target)
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        pairs = [(node.targets[0], node.value)]
+        if isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+            pairs = list(zip(node.targets[0].elts, node.value.elts))  # ``self.g, self.d = g, d``
+        for target, value in pairs:
+            if dotted(value) in models and dotted(target):
+                found.add(dotted(target))
     return found
 
 
