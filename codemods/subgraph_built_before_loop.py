@@ -15,7 +15,8 @@ output built before it is left to GF103 (the fix there is `fake.detach()`, not a
 
 The loop's backward may run under a periodic guard (`if step % k == 0:`, many passes) or in a
 step function it calls (`loss = train_step(y)`, a function of
-this file or of another project file that backpropagates on every call). A graph built once in
+this file or of another project file that backpropagates on every call, or on every k-th call
+under `if step % k == 0:` when the loop passes its counter and runs more than k passes). A graph built once in
 `__init__` (`self.gram = self.factor @ self.factor.t()`) and backpropagated through by a method
 that this file calls in a loop fails the same way on the method's second call, and so does a
 graph built once by the module or a function and given to the constructor of an object that

@@ -6,7 +6,8 @@ project file) backpropagates on every call.
 ``BackwardCall`` of kind "call" whose target is the tuple of the call's arguments that the
 callee's backward walks and frees: arguments bound to parameters that flow into the backward's
 loss before anything rebinds them, and that the callee never detaches. A callee that cannot be
-read, that backpropagates only sometimes, or that keeps its graph (``retain_graph``,
+read, that backpropagates only sometimes (unless every k-th call, ``if step % k == 0:``, given
+the loop's counter), or that keeps its graph (``retain_graph``,
 ``create_graph``, ``autograd.grad``) gives None."""
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def training_call(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[Ba
     fed = fed_parameters(callee)
     if fed is None:
         return None
+    guard = periodic_parameter(callee)
+    if guard is not None and not _counts_passes(ctx, scope, call, guard):
+        return None  # ``if step % 2 == 0: loss.backward()`` given something else than the loop's counter
     arguments = [a for a in _bound_arguments(callee, call) if a[0] in fed]
     # no position of its own: containment in it is decided by its elements, not by the call's span
     target = ast.Tuple(elts=[value for _, value in arguments], ctx=ast.Load())
@@ -96,12 +100,65 @@ def fed_parameters(callee: Scope) -> Optional[frozenset[str]]:
     return ctx.memo(("fed_parameters", id(callee.node)), lambda: _fed(ctx, callee))
 
 
+def periodic_parameter(callee: Scope) -> Optional[tuple[str, ast.expr]]:
+    """(parameter, k) when the callee's backward runs under ``if param % k == 0:`` (every k-th
+    call, when the caller passes its loop's counter); None when it runs on every call."""
+    ctx = callee.ctx
+    if ctx is None or fed_parameters(callee) is None:
+        return None
+    return ctx.memo(("periodic_parameter", id(callee.node)), lambda: next(
+        (g for c in backward_calls(ctx, callee) if (g := _parameter_guard(ctx, callee, c)) is not None), None))
+
+
+def _parameter_guard(ctx: FileContext, callee: Scope, call: BackwardCall) -> Optional[tuple[str, ast.expr]]:
+    """``if step % k == 0:`` (no ``else``), a statement of the function's own body, around a
+    backward that runs whenever its body does; ``step`` a parameter, nothing the function binds
+    in the test."""
+    guard = next((a for a in ctx.ancestors(call.node) if isinstance(a, ast.If)), None)
+    if guard is None or guard.orelse or not any(guard is s for s in callee.node.body) or not always_runs(ctx, call.node, guard):
+        return None
+    params = set(_parameters(callee))
+    bound = {n.id for n in scope_nodes(callee) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    names = {n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name)}
+    periodic = [
+        n for n in ast.walk(guard.test)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv, ast.BitAnd)) and isinstance(n.left, ast.Name) and n.left.id in params
+    ]
+    if len(periodic) != 1 or names & bound or (names & params) != {periodic[0].left.id}:
+        return None
+    return periodic[0].left.id, periodic[0].right
+
+
+def _counts_passes(ctx: FileContext, scope: Scope, call: ast.Call, guard: tuple[str, ast.expr]) -> bool:
+    """The call gives the guard's parameter the counter of the loop around it (``for step in
+    range(n)``, ``for step, batch in enumerate(loader)``), which runs more than k passes."""
+    param, k = guard
+    argument = dict(_bound_arguments(called_function(ctx, scope, call.func), call)).get(param)
+    loops = enclosing_loops(ctx, ctx.statement_of(call), scope)
+    if not isinstance(argument, ast.Name) or not loops or not isinstance(loops[0], (ast.For, ast.AsyncFor)):
+        return False
+    loop = loops[0]
+    target = loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else loop.target
+    if not (isinstance(target, ast.Name) and target.id == argument.id):
+        return False
+    iterated = loop.iter
+    if isinstance(iterated, ast.Call) and getattr(iterated.func, "id", "") == "enumerate":
+        return isinstance(loop.target, ast.Tuple)  # (the first element is the counter)
+    if not (isinstance(iterated, ast.Call) and getattr(iterated.func, "id", "") == "range" and iterated.args):
+        return False
+    count = iterated.args[-1] if len(iterated.args) == 1 else None
+    if isinstance(count, ast.Constant) and isinstance(k, ast.Constant) and isinstance(count.value, int) and isinstance(k.value, int):
+        return count.value > k.value
+    return True
+
+
 def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     calls = backward_calls(ctx, callee)
     every = [
         c for c in calls
         if c.kind in ("method", "autograd.backward", "owner", "scaler") and frees_graph(c) and c.keyword("retain_graph") is None
-        and not enclosing_loops(ctx, ctx.statement_of(c.node), callee) and always_runs(ctx, c.node, callee.node)
+        and not enclosing_loops(ctx, ctx.statement_of(c.node), callee)
+        and (always_runs(ctx, c.node, callee.node) or _parameter_guard(ctx, callee, c) is not None)
     ]
     if not every or any(c.kind == "autograd.grad" for c in calls):
         return None
