@@ -37,10 +37,10 @@ for x, y in batches:
     hidden = hidden.detach()  # for an LSTM: hidden = tuple(h.detach() for h in hidden)
     out, hidden = rnn(x, hidden)
 ```
-For a cache, store the detached value: `cache.append(h.detach())` (also `self.memory.append(self.h)`
-when `self.h` feeds this iteration's loss too: emptying the cache would change what it holds). For per-episode buffers whose
-entries reach the loss only through the list (REINFORCE's `saved_log_probs`), empty them at the
-start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it); when an
+For a cache, store the detached value: `cache.append(h.detach())` (also for
+`self.memory.append(self.h)` when `self.h` feeds this iteration's loss too: emptying the cache
+would change what it holds). For per-episode buffers whose entries reach the loss only through
+the list (REINFORCE's `saved_log_probs`), empty them at the start of each iteration (`saved_log_probs.clear()`, with the lists filled alongside it); when an
 agent's `act` method fills `self.log_probs` for its `learn` method (or `select_action` fills
 `policy.saved_log_probs` for `finish_episode`), they are emptied right after that backward (if
 nothing reads them later in that call). A total
