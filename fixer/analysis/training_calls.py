@@ -106,8 +106,14 @@ def periodic_parameter(callee: Scope) -> Optional[tuple[str, ast.expr]]:
     ctx = callee.ctx
     if ctx is None or fed_parameters(callee) is None:
         return None
-    return ctx.memo(("periodic_parameter", id(callee.node)), lambda: next(
-        (g for c in backward_calls(ctx, callee) if (g := _parameter_guard(ctx, callee, c)) is not None), None))
+
+    def compute() -> Optional[tuple[str, ast.expr]]:
+        calls = backward_calls(ctx, callee)
+        if any(always_runs(ctx, c.node, callee.node) and not enclosing_loops(ctx, ctx.statement_of(c.node), callee) for c in calls):
+            return None  # some backward runs on every call
+        return next((g for c in calls if (g := _parameter_guard(ctx, callee, c)) is not None), None)
+
+    return ctx.memo(("periodic_parameter", id(callee.node)), compute)
 
 
 def _parameter_guard(ctx: FileContext, callee: Scope, call: BackwardCall) -> Optional[tuple[str, ast.expr]]:
