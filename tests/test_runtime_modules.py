@@ -62,3 +62,13 @@ def test_nothing_stays_installed():
     assert (len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks)) == before
     assert torch.overrides._get_current_function_mode() is None
     assert nn.Linear(3, 1)(torch.randn(2, 3)).grad_fn.metadata == {}
+
+
+def test_a_module_whose_forward_has_no_python_code_is_recorded():
+    class Wrapped(nn.Module):
+        forward = staticmethod(torch.tanh)  # a builtin: no __code__
+
+    x = torch.randn(2, 3, requires_grad=True)
+    with Session():
+        out = Wrapped()(x)  # still recorded
+    assert graphwalk.record(out.grad_fn) is not None

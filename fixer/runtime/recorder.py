@@ -113,7 +113,8 @@ class Recorder:
     # recorded again.
 
     def _enter_module(self, module: Any, args: Any) -> None:
-        user = is_user_code(type(module).forward.__code__)
+        code = getattr(getattr(type(module), "forward", None), "__code__", None)
+        user = code is None or is_user_code(code)  # (a forward with no Python code, a scripted one: recorded)
         if self.in_step or self.op_watchers or user == self._mode_on:
             self._module_modes.append(None)  # already as it should be: nothing to undo
             return
