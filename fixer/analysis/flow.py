@@ -107,10 +107,15 @@ def flowing_arguments(ctx: FileContext, call: ast.Call) -> list[ast.AST]:
     return ctx.memo(("flowing_arguments", id(call)), compute)
 
 
-def _readable_function(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
+def named_function(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
+    """The function of this file or of an imported project module that a call by plain name runs."""
     if not isinstance(call.func, ast.Name):
         return None
-    helper = module_functions(ctx).get(call.func.id) or imported_function(ctx, call.func)
+    return module_functions(ctx).get(call.func.id) or imported_function(ctx, call.func)
+
+
+def _readable_function(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
+    helper = named_function(ctx, call)
     if helper is None or helper.node.args.vararg or helper.node.args.kwarg:
         return None
     return helper

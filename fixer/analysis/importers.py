@@ -192,14 +192,14 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     are given is unknown."""
     from fixer.analysis.class_model import constructions
     from fixer.analysis.graph import scope_of
-    from fixer.analysis.retained_callers import _word_counts
+    from fixer.analysis.retained_callers import word_counts
 
     if ctx.parent(cls) is not ctx.tree:
         return None
 
     def compute() -> Optional[list[tuple[FileContext, Scope, ast.Call]]]:
         local = constructions(ctx, cls)
-        if local is None and _word_counts(ctx)[cls.name] != 1:
+        if local is None and word_counts(ctx)[cls.name] != 1:
             return None
         if any(len(t := ctx.parent(call).targets) != 1 or not isinstance(t[0], ast.Name) for call in local or []):
             return None  # kept on an object or unpacked: followed no further
@@ -276,19 +276,17 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
     object keeps for life (``self.model = model`` in ``__init__``, never rebound): (file, scope,
     argument); None when a construction is unknown or passes it through ``*``/``**``."""
     from fixer.analysis.class_model import class_methods, constructor_field
+    from fixer.analysis.retained_callers import argument_of, parameter_position
 
     param = constructor_field(ctx, cls, attr)
     sites = project_constructions(ctx, cls) if param is not None else None
     if not sites:
         return None
-    init = class_methods(ctx, cls)["__init__"].node
-    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    position = parameter_position(class_methods(ctx, cls)["__init__"], param)
     found = []
     for own, scope, call in sites:
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            return None
-        given = (dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords}).get(param)
-        if given is None:
-            return None
+        given = argument_of(call, param, -1 if position is None else position)
+        if not isinstance(given, ast.expr):
+            return None  # not given (its default), or through ``*``/``**``
         found.append((own, scope, given))
     return found

@@ -501,7 +501,7 @@ def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bo
                 continue
             name, local = parts[0], re.escape(parts[-1]).encode()
             if target and not package and _definition_matches(target, name, pattern, classes=True):
-                if re.search(rb"\b" + local + (rb"\s*\(" if _definition_kind(target, name) == b"class" else rb"\s*[(.]"), data):
+                if re.search(rb"\b" + local + (rb"\s*\(" if _definition_kind(target, name, pattern) == b"class" else rb"\s*[(.]"), data):
                     return True  # imported and called (a class: constructed) here
             if package:  # ``steps.train_step(...)`` with ``from . import steps``
                 sub = _module_file(path, name, len(dots))
@@ -536,9 +536,10 @@ def _definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]", clas
     return matches and (kind == b"def" or classes)
 
 
-def _definition_kind(path: str, name: str) -> bytes:
-    """``b"def"`` or ``b"class"``: how the module defines ``name`` at top level (empty: not found)."""
-    return _definitions(path, STEP_CALL).get(name, (b"", False))[0]
+def _definition_kind(path: str, name: str, pattern: "re.Pattern[bytes]") -> bytes:
+    """``b"def"`` or ``b"class"``: how the module defines ``name`` at top level (empty: not found;
+    read from the scan made for ``pattern``)."""
+    return _definitions(path, pattern).get(name, (b"", False))[0]
 
 
 @depends.remembered

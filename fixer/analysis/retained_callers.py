@@ -124,7 +124,7 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
     """(caller scope, call) for each use of the function's name; call None for a use that is not a call."""
     function = scope.node.name
     cls = scope.class_node
-    if _word_counts(ctx)[function] < 2:
+    if word_counts(ctx)[function] < 2:
         return  # the text names it only where it is defined (a cheap test before any walk)
     named = re.compile(r"\b%s\b" % re.escape(function))
     for caller in scopes(ctx):
@@ -143,7 +143,7 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
 
 
-def _word_counts(ctx: FileContext) -> "collections.Counter[str]":
+def word_counts(ctx: FileContext) -> "collections.Counter[str]":
     """How often each identifier occurs in the file's text (one scan)."""
     return ctx.memo("word_counts", lambda: collections.Counter(re.findall(r"[A-Za-z_]\w*", ctx.source)))
 

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_functions, own_return, reaching, root_names  # noqa: F401 (re-exported)
+from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_functions, named_function, own_return, reaching, root_names  # noqa: F401 (re-exported)
 from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.project import imported_function
 from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -138,9 +137,7 @@ class _Tracer:
     def helper(self, call: ast.Call) -> Optional[Scope]:
         """The function of this file or of an imported project module that ``call`` runs, when it
         is a plain function called by name."""
-        if self.depth >= MAX_HELPER_DEPTH or not isinstance(call.func, ast.Name):
-            return None
-        return module_functions(self.ctx).get(call.func.id) or imported_function(self.ctx, call.func)
+        return None if self.depth >= MAX_HELPER_DEPTH else named_function(self.ctx, call)
 
     def _returns(self, helper: Scope) -> tuple[set[str], bool, bool, bool]:
         return _returned_origins(helper.ctx or self.ctx, helper, self.depth + 1)

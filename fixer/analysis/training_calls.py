@@ -83,7 +83,7 @@ def training_call(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[Ba
     if fed is None:
         return None
     guard = periodic_parameter(callee)
-    if guard is not None and not _counts_passes(ctx, scope, call, guard):
+    if guard is not None and not _counts_passes(ctx, scope, call, callee, guard):
         return None  # ``if step % 2 == 0: loss.backward()`` given something else than the loop's counter
     arguments = [a for a in _bound_arguments(callee, call) if a[0] in fed]
     # no position of its own: containment in it is decided by its elements, not by the call's span
@@ -135,11 +135,11 @@ def _parameter_guard(ctx: FileContext, callee: Scope, call: BackwardCall) -> Opt
     return periodic[0].left.id, periodic[0].right
 
 
-def _counts_passes(ctx: FileContext, scope: Scope, call: ast.Call, guard: tuple[str, ast.expr]) -> bool:
+def _counts_passes(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, guard: tuple[str, ast.expr]) -> bool:
     """The call gives the guard's parameter the counter of the loop around it (``for step in
     range(n)``, ``for step, batch in enumerate(loader)``), which runs more than k passes."""
     param, k = guard
-    argument = dict(_bound_arguments(called_function(ctx, scope, call.func), call)).get(param)
+    argument = dict(_bound_arguments(callee, call)).get(param)
     loops = enclosing_loops(ctx, ctx.statement_of(call), scope)
     if not isinstance(argument, ast.Name) or not loops or not isinstance(loops[0], (ast.For, ast.AsyncFor)):
         return False
