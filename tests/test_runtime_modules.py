@@ -56,12 +56,25 @@ def test_library_module_outputs_carry_the_calling_line_and_user_modules_their_ow
 def test_nothing_stays_installed():
     import torch.nn.modules.module as module_hooks
 
-    before = (len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks))
+    before = (len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks), nn.Module.__call__)
     with Session():
+        assert nn.Module.__call__ is not before[2]
         nn.Linear(3, 1)(torch.randn(2, 3)).sum().backward()
-    assert (len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks)) == before
+    assert (len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks), nn.Module.__call__) == before
     assert torch.overrides._get_current_function_mode() is None
     assert nn.Linear(3, 1)(torch.randn(2, 3)).grad_fn.metadata == {}
+
+
+def test_a_library_module_that_raises_leaves_recording_as_it_was():
+    """A program that catches a module's error and goes on is still recorded afterwards."""
+    with Session() as session:
+        try:
+            nn.Linear(3, 1)(torch.randn(2, 4))  # wrong width: the library's forward raises
+        except RuntimeError:
+            pass
+        after = torch.randn(2, 3, requires_grad=True).exp()  # recorded again
+    assert session.recorder._mode_on is False
+    assert graphwalk.record(after.grad_fn) is not None
 
 
 def test_a_module_whose_forward_has_no_python_code_is_recorded():

@@ -143,7 +143,7 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
             f"the forward at line {used.line} uses it again in iteration {used.iteration}"
         )
         return Cause("GF104", stored[0] if stored else built, message, evidence)
-    if recorder.last_seen.get(crossed_record.stack, -1) > crossed_record.position or use_record.stack == crossed_record.stack:
+    if recorder.last_seen.get(id(crossed_record.stack), -1) > crossed_record.position or use_record.stack == crossed_record.stack:
         message = (
             f"{held} built in iteration {built.iteration} (line {built.line}) is carried into iteration {used.iteration} "
             f"(line {used.line}) after the backward at line {freed_by.line} freed its graph: detach it where it crosses"

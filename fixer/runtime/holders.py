@@ -11,13 +11,14 @@ import sys
 from collections import deque
 from dataclasses import dataclass
 from types import CodeType
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import torch
 
-from fixer.runtime.sites import is_user_code
+from fixer.runtime.sites import is_user_code, is_user_file
 
 DEPTH = 4  # attribute/item steps below a visible name
+WIDE = 32  # entries of a list or dict the leak sampler looks at
 
 
 @dataclass(frozen=True)
@@ -43,55 +44,112 @@ def _visible() -> Iterator[tuple[str, Any, CodeType]]:
         yield from ((k, v, code) for k, v in f.f_globals.items())
 
 
-_skipped_types: dict[type, bool] = {}
+# What a value is, decided once per type (the walk asks for every object it meets):
+SKIPPED, PARAMETER, OPTIMIZER, TENSOR, MODULE, MAPPING, SEQUENCE, OBJECT, LIBRARY_OBJECT, OPAQUE = range(10)
+GRAPHLESS = (PARAMETER, OPTIMIZER)  # never a graph's holder: a leaf, or state made under no_grad
+CONTAINERS = (OPTIMIZER, MODULE, MAPPING, SEQUENCE, OBJECT, LIBRARY_OBJECT)
+_kinds: dict[type, int] = {}
 
 
-def _skipped(value: Any) -> bool:
-    """Modules, classes, functions and plain scalars hold no graph (decided once per type)."""
+def _kind(value: Any) -> int:
     kind = type(value)
-    skip = _skipped_types.get(kind)
-    if skip is None:
-        skip = _skipped_types[kind] = inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or isinstance(value, (str, bytes, int, float))
-    return skip
+    found = _kinds.get(kind)
+    if found is None:
+        found = _kinds[kind] = _classify(value)
+    return found
 
 
-def _children(value: Any) -> Iterator[tuple[str, Any, bool]]:
-    """(suffix, child, through a module attribute)."""
-    if isinstance(value, torch.Tensor):
-        return
-    if isinstance(value, torch.nn.Module):
-        for table in (value._parameters, value._buffers, value._modules):
+def _classify(value: Any) -> int:
+    """Modules, classes, functions and plain scalars hold no graph; nor does a parameter (a leaf)
+    or an optimizer (its state is made under no_grad)."""
+    kind = type(value)
+    if inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or issubclass(kind, (str, bytes, int, float)):
+        return SKIPPED
+    if issubclass(kind, torch.nn.Parameter):
+        return PARAMETER
+    if issubclass(kind, torch.optim.Optimizer):
+        return OPTIMIZER
+    if issubclass(kind, torch.Tensor):
+        return TENSOR
+    if issubclass(kind, torch.nn.Module):
+        return MODULE
+    if issubclass(kind, dict):
+        return MAPPING
+    if issubclass(kind, (list, tuple, deque)):
+        return SEQUENCE
+    if not hasattr(value, "__dict__"):
+        return OPAQUE
+    module = sys.modules.get(kind.__module__)
+    return OBJECT if is_user_file(getattr(module, "__file__", None) or "<builtin>") else LIBRARY_OBJECT
+
+
+def _items(value: Any, kind: int, graphs_only: bool) -> Iterable[tuple[str, Any, bool]]:
+    """(suffix, child, through a module attribute) of a container."""
+    if kind == MODULE:
+        tables = (value._buffers, value._modules) if graphs_only else (value._parameters, value._buffers, value._modules)
+        for table in tables:
             yield from ((f".{k}", v, True) for k, v in table.items())
         yield from ((f".{k}", v, True) for k, v in vars(value).items() if not k.startswith("_"))
-    elif isinstance(value, dict):
-        yield from ((f"[{k!r}]", v, False) for k, v in value.items() if isinstance(k, (str, int)))
-    elif isinstance(value, (list, tuple, deque)):
-        yield from ((f"[{i}]", v, False) for i, v in enumerate(value))
-    elif hasattr(value, "__dict__") and not isinstance(value, type):
+    elif kind == MAPPING:
+        entries = _spread(list(value.items())) if graphs_only else value.items()
+        yield from ((f"[{k!r}]", v, False) for k, v in entries if isinstance(k, (str, int)))
+    elif kind == SEQUENCE:
+        indexes = _spread(range(len(value))) if graphs_only else range(len(value))
+        yield from ((f"[{i}]", value[i], False) for i in indexes)
+    elif kind == OBJECT:
         yield from ((f".{k}", v, False) for k, v in vars(value).items() if not k.startswith("__"))
+    else:  # an object of a library's class (an optimizer, a parser, a metric): its public attributes
+        yield from ((f".{k}", v, False) for k, v in vars(value).items() if not k.startswith("_"))
 
 
-def _graphless(value: Any) -> bool:
-    """Never a graph's holder: a parameter (a leaf) or an optimizer (its state is made under no_grad)."""
-    return isinstance(value, (torch.nn.Parameter, torch.optim.Optimizer))
+def _spread(entries: Sequence) -> Sequence:
+    """At most WIDE entries, evenly spaced, the first and the last among them: a long list or
+    dict filled step by step still shows entries of every age (a holder's growth), at a bounded cost."""
+    if len(entries) <= WIDE:
+        return entries
+    last = len(entries) - 1
+    return [entries[round(i * last / (WIDE - 1))] for i in range(WIDE)]
 
 
-def reachable(graphs_only: bool = False, every_tensor_path: bool = False) -> Iterator[tuple[Holder, Any]]:
-    """(holder, value), breadth-first, each object once (by its shortest path), or a tensor by
-    every path (``for old in memory``: both ``old`` and ``memory[0]``); ``graphs_only`` passes over
-    what cannot hold a graph (the leak sampler's cheap walk)."""
+def _walk(graphs_only: bool, every_tensor_path: bool) -> Iterator[tuple[str, bool, Optional[CodeType], Any, int]]:
+    """(path, through a module attribute, root's code, value, kind), breadth-first; what holds
+    no graph is dropped before its path is even spelled."""
+    dropped = (SKIPPED, *GRAPHLESS) if graphs_only else (SKIPPED,)
+    tensors = (TENSOR, PARAMETER) if every_tensor_path else ()
     seen: dict[int, Any] = {}
-    queue = deque((name, False, code, value, 0) for name, value, code in _visible() if not name.startswith("__"))
+    queue = deque()
+    for name, value, code in _visible():
+        kind = _kind(value)
+        if kind not in dropped and not name.startswith("__"):
+            queue.append((name, False, code, value, kind, 0))
     while queue:
-        path, on_module, code, value, depth = queue.popleft()
-        if _skipped(value) or (graphs_only and _graphless(value)):
-            continue
-        if id(value) in seen and not (every_tensor_path and isinstance(value, torch.Tensor)):
+        path, on_module, code, value, kind, depth = queue.popleft()
+        if id(value) in seen and kind not in tensors:
             continue
         seen[id(value)] = value
-        yield Holder(path, on_module, code if "." not in path else None), value
-        if depth < DEPTH:
-            queue.extend((path + suffix, on_module or flag, code, child, depth + 1) for suffix, child, flag in _children(value))
+        yield path, on_module, code, value, kind
+        if depth < DEPTH and kind in CONTAINERS:
+            for suffix, child, flag in _items(value, kind, graphs_only):
+                child_kind = _kind(child)
+                if child_kind not in dropped:
+                    queue.append((path + suffix, on_module or flag, code, child, child_kind, depth + 1))
+
+
+def _holder(path: str, on_module: bool, code: Optional[CodeType]) -> Holder:
+    return Holder(path, on_module, code if "." not in path else None)
+
+
+def reachable(every_tensor_path: bool = False) -> Iterator[tuple[Holder, Any]]:
+    """(holder, value), breadth-first, each object once (by its shortest path), or a tensor by
+    every path (``for old in memory``: both ``old`` and ``memory[0]``)."""
+    for path, on_module, code, value, _ in _walk(False, every_tensor_path):
+        yield _holder(path, on_module, code), value
+
+
+def graph_holders() -> list[tuple[Holder, torch.Tensor]]:
+    """(holder, tensor) of each tensor with a graph, each once: the leak sampler's cheap walk,
+    which passes over what cannot hold a graph."""
+    return [(_holder(path, on_module, code), value) for path, on_module, code, value, kind in _walk(True, False) if kind == TENSOR and value.grad_fn is not None]
 
 
 def holders(wanted: Callable[[torch.Tensor], bool]) -> list[Holder]:

@@ -25,7 +25,7 @@ import torch
 
 from fixer.runtime import graphwalk
 from fixer.runtime.freed import _fill
-from fixer.runtime.holders import Holder, reachable
+from fixer.runtime.holders import Holder, graph_holders, reachable
 from fixer.runtime.observer import Observer
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
@@ -81,11 +81,10 @@ class Leaks(Observer):
 
     def _sample(self, call: Any, tensors: tuple, marks: list[int]) -> None:
         groups: dict[str, tuple[Holder, list, Any]] = {}
-        for holder, value in reachable(graphs_only=True):
-            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                name = re.sub(r"(\[\d+\])+$", "", holder.name)
-                entry = groups.setdefault(name, (Holder(name, holder.on_module, holder.code), [], value))
-                entry[1].append(value.grad_fn)
+        for holder, value in graph_holders():
+            name = re.sub(r"(\[\d+\])+$", "", holder.name)
+            entry = groups.setdefault(name, (Holder(name, holder.on_module, holder.code), [], value))
+            entry[1].append(value.grad_fn)
         carried = None
         for name, (holder, roots, value) in groups.items():
             windows, oldest = self._windows(roots, marks, [])

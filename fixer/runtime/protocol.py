@@ -101,13 +101,8 @@ class Protocol(Observer):
                 state.chain = []
             self._look(state, param)
 
-    def _tracked(self) -> list:
-        """(state, parameter) of every parameter followed; the dead ones are dropped now and then."""
-        found = [(state, state.ref()) for state in self._params.values()]
-        if any(param is None for _, param in found):
-            self._params = {key: state for key, state in self._params.items() if state.ref() is not None}
-            found = [(state, param) for state, param in found if param is not None]
-        return found
+    def _drop_dead(self) -> None:
+        self._params = {key: state for key, state in self._params.items() if state.ref() is not None}
 
     def _states(self, optimizer: Any) -> list:
         """(state, parameter) of an optimizer's parameters, kept while its param_groups hold them."""
@@ -123,19 +118,32 @@ class Protocol(Observer):
         self._backwards += 1  # a touch since the last look shows after it: two versions more, or a new tensor
 
     def after_backward(self, call: Any, tensors: tuple, result: Any, retain: bool, create: bool) -> None:
-        for state, param in self._tracked():
+        dead = False
+        for state in self._params.values():  # (after every backward, for every parameter: kept lean)
+            param = state.ref()
+            if param is None:
+                dead = True
+                continue
             grad = param.grad
             if grad is None:
-                state.chain = []
-            elif state.grad is not None and state.grad() is grad and grad._version == state.version + 1:
+                if state.chain:
+                    state.chain = []
+                state.grad, state.version = None, -1
+                continue
+            same = state.grad is not None and state.grad() is grad
+            if same and grad._version == state.version + 1:
                 state.chain.append((call, state.window))
                 state.filled = True
                 if len(state.chain) > CHAIN:  # the oldest contribution and the latest tell all
                     del state.chain[1 : len(state.chain) - CHAIN + 1]
-            elif state.grad is None or state.grad() is not grad or grad._version != state.version:
+            elif not same or grad._version != state.version:
                 state.chain = [(call, state.window)]  # a fresh gradient (or one we cannot follow)
                 state.filled = True
-            self._look(state, param)
+            if not same:
+                state.grad = weakref.ref(grad)
+            state.version = grad._version
+        if dead:
+            self._drop_dead()
 
     def zero_grad(self, owner: Any, call: Any) -> None:
         params = _params_of(owner)
@@ -177,10 +185,11 @@ class Protocol(Observer):
     def _judge(self, opt: _Optimizer, states: list, call: Any) -> None:
         with_grad = [(s, p) for s, p in states if p.grad is not None]
         empty = all(not s.chain and not bool(p.grad.any()) for s, p in with_grad)
-        consumed = {c.stack for s, _ in states for c, window in s.chain if window == s.window}
+        consumed = {id(c.stack): c.stack for s, _ in states for c, window in s.chain if window == s.window}  # (stacks are interned)
         wiped = [s.wiped for s, _ in states if s.wiped]
         wiped_sites = set().union(*(sites for _, sites in wiped)) if wiped else set()
-        if wiped_sites and (empty or consumed & wiped_sites):
+        if wiped_sites and (empty or wiped_sites.intersection(consumed.values())):
+            consumed = set(consumed.values())
             zero = max((z for z, _ in wiped), key=lambda z: z.position)
             opt.wipes.append((zero, call, sorted(wiped_sites & consumed or wiped_sites, key=str)[0]))
             opt.steps.append(("wiped", empty))

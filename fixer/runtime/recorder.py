@@ -17,12 +17,30 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
-import torch.nn.modules.module as module_hooks
 import torch.optim.optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
 from fixer.runtime.observer import Observer
 from fixer.runtime.sites import Stack, caller_stack, is_user_code, user_stack
+
+try:  # our mode is pushed and popped at every library module call: the C calls, not their Python wrappers
+    from torch._C import _get_function_stack_at, _len_torch_function_stack
+    from torch._C import _pop_torch_function_stack as _pop_mode
+    from torch._C import _push_on_torch_function_stack as _push_mode
+
+    def _top_mode() -> Any:
+        depth = _len_torch_function_stack()
+        return _get_function_stack_at(depth - 1) if depth else None
+
+except ImportError:  # a torch without them: the public spelling
+    from torch.overrides import _get_current_function_mode as _top_mode  # noqa: F401
+
+    def _push_mode(mode: Any) -> None:
+        mode.__enter__()
+
+    def _pop_mode() -> None:
+        _top_mode().__exit__(None, None, None)
+
 
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
 KEEP_FIRST, KEEP_LAST = 64, 4096
@@ -60,16 +78,17 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **kwargs) if kwargs else func(*args)
+        recorder = self.recorder
         if isinstance(out, torch.Tensor):
             node = out.grad_fn
-            if node is not None:
-                self.recorder.tag(node)
+            if node is not None and KEY not in node.metadata:  # (the hottest path of graphfix run: inline)
+                recorder.tag(node, user_stack(sys._getframe(1)))
         elif isinstance(out, (tuple, list)):
             for item in out:
                 if isinstance(item, torch.Tensor) and item.grad_fn is not None:
-                    self.recorder.tag(item.grad_fn)
-        if self.recorder.op_watchers:
-            self.recorder.notify("op", func, args, kwargs, out, observers=self.recorder.op_watchers)
+                    recorder.tag(item.grad_fn)
+        if recorder.op_watchers:
+            recorder.notify("op", func, args, kwargs, out, observers=recorder.op_watchers)
         return out
 
 
@@ -81,7 +100,7 @@ class Recorder:
     steps: int = 0
     calls: list = field(default_factory=list)
     iteration_starts: list = field(default_factory=list)  # positions where iterations 1, 2, ... begin
-    last_seen: dict = field(default_factory=dict)  # stack -> position of the newest node built there
+    last_seen: dict = field(default_factory=dict)  # id(stack) -> position of the newest node built there (stacks are interned)
     stepped: dict = field(default_factory=dict)  # id(param) -> (weakref(param), [step calls])
     _current: set = field(default_factory=set)
     _last_call_position: int = 0
@@ -90,7 +109,6 @@ class Recorder:
     _undo: list = field(default_factory=list)
     _held: list = field(default_factory=list)
     _listening: dict = field(default_factory=dict)  # event -> (number of observers, those that hear it)
-    _module_modes: list = field(default_factory=list)  # the recording state at each module call entered
     observers: list = field(default_factory=list)  # fixer.runtime.observer.Observer: the detectors
     op_watchers: list = field(default_factory=list)  # observers that want every torch call (while they ask)
     in_step: bool = False
@@ -103,39 +121,34 @@ class Recorder:
         if KEY not in meta:
             stack = user_stack(sys._getframe(2)) if stack is None else stack
             meta[KEY] = NodeRecord(self.position, stack)
-            self.last_seen[stack] = self.position
+            self.last_seen[id(stack)] = self.position
             self.position += 1
 
     # A library module (``nn.Linear``, ``nn.Sequential`` of them, a criterion) runs unrecorded: every
     # op inside it has the user stack of its call anyway, so only its outputs are tagged, at its
     # exit; an inner node takes the record of the nearest recorded node above it
     # (graphwalk.effective_record, inherited_records). A module of the user's code inside it is
-    # recorded again.
+    # recorded again. ``Module.__call__`` is wrapped rather than global module hooks installed:
+    # those would send every module call, the library's inner ones too, down torch's slow path.
 
-    def _enter_module(self, module: Any, args: Any) -> None:
-        code = getattr(getattr(type(module), "forward", None), "__code__", None)
-        user = code is None or is_user_code(code)  # (a forward with no Python code, a scripted one: recorded)
-        if self.in_step or self.op_watchers or user == self._mode_on:
-            self._module_modes.append(None)  # already as it should be: nothing to undo
-            return
-        self._module_modes.append(self._mode_on)
+    def _call_switched(self, call: Callable, module: Any, args: tuple, kwargs: dict, user: bool) -> Any:
+        """Run the module with recording on (``user``) or off, then back as it was, even if it raises."""
+        was_on = self._mode_on
         self._watching(user)
-
-    def _leave_module(self, module: Any, args: Any, output: Any) -> None:
-        if not self._module_modes:
-            return
-        was_on = self._module_modes.pop()
-        if was_on is None or self.in_step:
-            return
-        if was_on and not self._mode_on:
-            stack = user_stack(sys._getframe(1))
-            for tensor in _tensors(output, 2):
-                if tensor.grad_fn is not None:
-                    self.tag(tensor.grad_fn, stack)
-        self._watching(was_on)
+        try:
+            output = call(module, *args, **kwargs)
+            if was_on and not self._mode_on and not self.in_step:  # (still off: reading grad_fn is not a torch call then)
+                stack = user_stack(sys._getframe(2))
+                for tensor in (output,) if isinstance(output, torch.Tensor) else _tensors(output, 2):
+                    if tensor.grad_fn is not None:
+                        self.tag(tensor.grad_fn, stack)
+            return output
+        finally:
+            if not self.in_step:
+                self._watching(was_on)
 
     def record_call(self, kind: str, stack: Stack, **extra: Any) -> Call:
-        key = (kind, stack)
+        key = (kind, id(stack))
         if key in self._current:  # this site already ran in this iteration: a new one begins
             self.iteration_starts.append(self._last_call_position)
             self._current = set()
@@ -151,8 +164,6 @@ class Recorder:
         return bisect.bisect_right(self.iteration_starts, position)
 
     def around_backward(self, kind: str, roots: Any, frees: bool, run: Callable[[], Any], retain: Any = None, create: Any = False) -> Any:
-        if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
-            return run()
         tensors = (roots,) if isinstance(roots, torch.Tensor) else tuple(roots or ())
         tensors = tuple(t for t in tensors if isinstance(t, torch.Tensor))
         with torch._C.DisableTorchFunction():  # our own look at the roots: not a torch call of the program
@@ -168,7 +179,7 @@ class Recorder:
         self.notify("before_backward", call, tensors)
         self._depth += 1
         try:
-            result = run()
+            result = run() if create or self.op_watchers else self._unrecorded(run)
             self.notify("after_backward", call, tensors, result, retain is True, bool(create))
             return result
         except RuntimeError as exc:
@@ -178,6 +189,16 @@ class Recorder:
             raise
         finally:
             self._depth -= 1
+
+    def _unrecorded(self, run: Callable[[], Any]) -> Any:
+        """A backward that builds no graph (no ``create_graph``): nothing in it to record, and the
+        program's calls it makes need not pass through our mode."""
+        was_on = self._mode_on
+        self._watching(False)
+        try:
+            return run()
+        finally:
+            self._watching(was_on)
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         call = self.record_call("step", caller_stack(2), optimizer=weakref.ref(optimizer))
@@ -190,9 +211,12 @@ class Recorder:
         then stays on through the step: slower, never wrong)."""
         if on == self._mode_on:
             return
-        if not on and torch.overrides._get_current_function_mode() is not self._mode:
+        if on:
+            _push_mode(self._mode)
+        elif _top_mode() is self._mode:
+            _pop_mode()
+        else:
             return
-        self._mode.__enter__() if on else self._mode.__exit__(None, None, None)
         self._mode_on = on
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -238,18 +262,24 @@ class Recorder:
         tensor_backward, autograd_backward, autograd_grad = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
 
         def backward(self_, *args, **kwargs):
+            if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
+                return tensor_backward(self_, *args, **kwargs)
             retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
             create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
             frees = not (create if retain is None else retain)
             return self.around_backward("backward", self_, frees, lambda: tensor_backward(self_, *args, **kwargs), retain, create)
 
         def functional_backward(tensors, *args, **kwargs):
+            if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
+                return autograd_backward(tensors, *args, **kwargs)
             retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
             create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
             frees = not (create if retain is None else retain)
             return self.around_backward("backward", tensors, frees, lambda: autograd_backward(tensors, *args, **kwargs), retain, create)
 
         def grad(outputs, *args, **kwargs):
+            if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
+                return autograd_grad(outputs, *args, **kwargs)
             retain = kwargs.get("retain_graph", args[2] if len(args) > 2 else None)
             create = kwargs.get("create_graph", args[3] if len(args) > 3 else False)
             frees = not (create if retain is None else retain)
@@ -269,7 +299,19 @@ class Recorder:
 
             return zero_grad
 
+        module_call, user_types = torch.nn.Module.__call__, {}
+
+        def call_module(module, *args, **kwargs):
+            kind = type(module)
+            user = user_types.get(kind)
+            if user is None:
+                user = user_types[kind] = _user_forward(kind)
+            if user == self._mode_on or self.in_step or self.op_watchers:  # already as it should be
+                return module_call(module, *args, **kwargs)
+            return self._call_switched(module_call, module, args, kwargs, user)
+
         patches = (
+            (torch.nn.Module, "__call__", call_module),
             (torch.Tensor, "backward", backward), (torch.autograd, "backward", functional_backward),
             (torch.autograd, "grad", grad),
             (torch.optim.Optimizer, "zero_grad", zero_grad_of(torch.optim.Optimizer.zero_grad)),
@@ -281,8 +323,6 @@ class Recorder:
         self._handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
-            module_hooks.register_module_forward_pre_hook(self._enter_module),
-            module_hooks.register_module_forward_hook(self._leave_module),
         ]
         self._mode, self._mode_on = _Mode(self), False
         self._watching(True)
@@ -296,6 +336,13 @@ class Recorder:
         for owner, name, value in reversed(self._undo):
             setattr(owner, name, value)
         self._undo.clear()
+
+
+def _user_forward(kind: type) -> bool:
+    """A module class whose ``forward`` is the user's code, or has no Python code (a builtin, a
+    scripted one): recorded."""
+    code = getattr(getattr(kind, "forward", None), "__code__", None)
+    return code is None or is_user_code(code)
 
 
 def _tensors(value: Any, depth: int) -> list:

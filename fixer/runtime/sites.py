@@ -17,12 +17,15 @@ USER_FRAMES = 6  # user frames kept per stack: enough to tell a helper's callers
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _library_dirs: tuple[str, ...] = ()
-_is_library: dict[CodeType, bool] = {}
-_outermost: set[CodeType] = set()  # frames above which nothing is the user's (graphfix run's launcher)
+# Keyed by id(code), the code kept in the value so the id stays its own: hashing a code object
+# hashes its contents, every time, and these are asked once per recorded op.
+_is_library: dict[int, tuple[CodeType, bool]] = {}
+_outermost: dict[int, CodeType] = {}  # frames above which nothing is the user's (graphfix run's launcher)
+_interned: dict[tuple, Stack] = {}  # (id(code), line, ...) -> the one stack for those frames
 
 
 def stop_at(code: CodeType) -> None:
-    _outermost.add(code)
+    _outermost[id(code)] = code
 
 
 def add_library_dir(path: str) -> None:
@@ -41,30 +44,41 @@ def _library(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_library_dirs)
 
 
+def is_user_file(filename: str) -> bool:
+    return not _library(filename)
+
+
 def is_user_code(code: CodeType) -> bool:
-    lib = _is_library.get(code)
-    if lib is None:
-        lib = _is_library[code] = _library(code.co_filename)
-    return not lib
+    entry = _is_library.get(id(code))
+    if entry is None:
+        entry = _is_library[id(code)] = (code, _library(code.co_filename))
+    return not entry[1]
 
 
 def user_stack(frame: Optional[FrameType]) -> Stack:
-    """The user frames from ``frame`` outward, innermost first (at most USER_FRAMES)."""
-    found = []
+    """The user frames from ``frame`` outward, innermost first (at most USER_FRAMES). Equal
+    stacks are one object (interned), so ``id(stack)`` is a cheap key."""
+    codes, key = [], []
     library, outermost = _is_library, _outermost
     while frame is not None:
         code = frame.f_code
-        if code in outermost:
+        ident = id(code)
+        if ident in outermost:
             break
-        lib = library.get(code)
-        if lib is None:
-            lib = library[code] = _library(code.co_filename)
-        if not lib:
-            found.append((code, frame.f_lineno))
-            if len(found) == USER_FRAMES:
+        entry = library.get(ident)
+        if entry is None:
+            entry = library[ident] = (code, _library(code.co_filename))
+        if not entry[1]:
+            codes.append(code)
+            key += (ident, frame.f_lineno)
+            if len(codes) == USER_FRAMES:
                 break
         frame = frame.f_back
-    return tuple(found)
+    key = tuple(key)
+    stack = _interned.get(key)
+    if stack is None:
+        stack = _interned[key] = tuple(zip(codes, key[1::2]))
+    return stack
 
 
 def caller_stack(depth: int = 1) -> Stack:
