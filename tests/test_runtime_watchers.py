@@ -58,6 +58,33 @@ def test_bounded_window_of_graphs_is_not_a_leak(tmp_path: Path) -> None:
     assert result.findings == ()
 
 
+def test_a_long_list_filled_many_times_per_step_is_still_seen_growing(tmp_path: Path) -> None:
+    """The sampler looks at a bounded, evenly spaced part of a long list: entries of every age."""
+    body = """\
+    history = []
+    for step in range(12):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        history.extend(loss * k for k in range(50))  # built in the loss's own step
+        loss.backward()
+        optimizer.step()
+    """
+    result = run(tmp_path, body)
+    ((code, line, _),) = result.findings
+    assert (code, line) == ("GF301", line_of(tmp_path, "history.extend"))
+
+
+@pytest.mark.parametrize("holder", ["argparse.Namespace()", "Meter()"])
+def test_a_leak_on_an_attribute_is_found_on_library_and_user_objects(tmp_path: Path, holder: str) -> None:
+    """A library object's public attributes and a user object's private ones are both walked."""
+    head = "import argparse\n\nclass Meter:\n    def __init__(self):\n        self._values = []\n\n"
+    store = "meter.values.append(loss)" if "argparse" in holder else "meter._values.append(loss)"
+    setup = f"meter = {holder}\n" + ("meter.values = []\n" if "argparse" in holder else "")
+    result = run(tmp_path, head + storing_each_loss(setup, store))
+    ((code, line, _),) = result.findings
+    assert (code, line) == ("GF301", line_of(tmp_path, store))
+
+
 def test_never_zeroed_gradients_are_found_through_clipping(tmp_path: Path) -> None:
     result = run(tmp_path, """\
         for step in range(6):

@@ -79,8 +79,9 @@ def _classify(value: Any) -> int:
         return SEQUENCE
     if not hasattr(value, "__dict__"):
         return OPAQUE
-    module = sys.modules.get(kind.__module__)
-    return OBJECT if is_user_file(getattr(module, "__file__", None) or "<builtin>") else LIBRARY_OBJECT
+    filename = getattr(sys.modules.get(kind.__module__), "__file__", None)
+    user = is_user_file(filename) if filename else kind.__module__ == "__main__"  # (a notebook's classes: no file)
+    return OBJECT if user else LIBRARY_OBJECT
 
 
 def _items(value: Any, kind: int, graphs_only: bool) -> Iterable[tuple[str, Any, bool]]:
