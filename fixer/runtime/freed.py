@@ -264,8 +264,9 @@ def _fill(holder: Holder, crossed: NodeRecord, level: int) -> Optional[tuple[Pie
     frames that built the value, innermost first (a list the loop hands to a step function that
     appends to it under the same name)."""
     frames = [crossed.stack[i] for i in range(min(level + 1, len(crossed.stack)))]
-    if holder.code is not None:
-        frames = ([(holder.code, line) for code, line in frames if code is holder.code] or [(holder.code, 0)]) + frames
+    if holder.code is not None:  # the holder's own frame, wherever it is in the stack: its line received the value
+        own = [(holder.code, line) for code, line in crossed.stack if code is holder.code]
+        frames = (own[:1] or [(holder.code, 0)]) + frames
     for code, line in frames:
         stored = fill_line(holder.name, code, line)
         if stored is not None:

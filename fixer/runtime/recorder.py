@@ -83,6 +83,10 @@ class _Mode(TorchFunctionMode):
             node = out.grad_fn
             if node is not None and KEY not in node.metadata:  # (the hottest path of graphfix run: inline)
                 recorder.tag(node, user_stack(sys._getframe(1)))
+        elif out is None:  # ``t[i] = value``: the target's new node (a CopySlices) is built here
+            target = args[0] if args else None
+            if isinstance(target, torch.Tensor) and target.grad_fn is not None:
+                recorder.tag(target.grad_fn)
         elif isinstance(out, (tuple, list)):
             for item in out:
                 if isinstance(item, torch.Tensor) and item.grad_fn is not None:
