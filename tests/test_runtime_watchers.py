@@ -58,6 +58,28 @@ def test_bounded_window_of_graphs_is_not_a_leak(tmp_path: Path) -> None:
     assert result.findings == ()
 
 
+def three_steps(holder: str, store: str) -> str:
+    return storing_each_loss(holder, store).replace("range(12)", "range(3)")
+
+
+def test_a_short_run_that_keeps_each_loss_after_its_step_is_found_at_its_end(tmp_path: Path) -> None:
+    """The third step's graph joins the list only after the last backward: the program's end shows it."""
+    result = run(tmp_path, three_steps("history = []", "history.append(loss)"))
+    ((code, line, _),) = result.findings
+    assert (code, line) == ("GF301", line_of(tmp_path, "history.append(loss)"))
+
+
+def test_a_short_run_that_keeps_the_last_two_losses_is_silent_at_its_end(tmp_path: Path) -> None:
+    result = run(tmp_path, three_steps("recent = collections.deque(maxlen=2)", "recent.append(loss)"))
+    assert result.findings == ()
+
+
+def test_a_value_held_by_two_names_counts_for_each(tmp_path: Path) -> None:
+    """``last`` and ``history[-1]`` are one tensor: the list still holds all three steps."""
+    result = run(tmp_path, three_steps("history = []", "history.append(loss); last = loss"))
+    assert [(code, line) for code, line, _ in result.findings] == [("GF301", line_of(tmp_path, "history.append(loss)"))]
+
+
 def test_a_long_list_filled_many_times_per_step_is_still_seen_growing(tmp_path: Path) -> None:
     """The sampler looks at a bounded, evenly spaced part of a long list: entries of every age."""
     body = """\

@@ -38,9 +38,6 @@ class Cause:
     message: str
     evidence: list
 
-    def evidence_line(self, role: str) -> Optional[int]:
-        return next((p.line for p in self.evidence if p is not None and p.role == role), None)
-
 
 def diagnose(recorder: Recorder, failing: Call, error: str) -> Optional[Finding]:
     located = locate(recorder, failing, graphwalk.is_freed)
@@ -119,9 +116,10 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
     if player is not None:
         first_use = (_first_use(freeing, crossed, crossed_record) if player == "freeing" else None) or use_record
         use = Piece.at("fed to discriminator", first_use.stack, it(first_use.position), _entry_frame(first_use.stack, crossed_record.stack, freeing.stack))
+        output = "the generator's output" if player != "reused" else "the discriminator's output on the undetached fake"
         message = (
-            f"the generator's output (line {built.line}) enters this loss without .detach(): its backward "
-            f"(line {freed_by.line}) freed the generator's graph, which the backward at line {failed.line} needs"
+            f"{output} (line {built.line}) enters this loss without .detach(): the backward at "
+            f"line {freed_by.line} freed the generator's graph, which the backward at line {failed.line} needs"
         )
         return Cause("GF103", use, message, [built, use, freed_by, used, failed])
     if not same_site and it(crossed_record.position) == failing.iteration + 1:
@@ -224,8 +222,13 @@ def _two_players(recorder: Recorder, crossed: Any, crossed_record: NodeRecord, f
     every = optimizers()
     value_owners = [o for o in every if owned(o) & value]
     loss_owners = [o for o in every if owned(o) & loss]
-    if not value_owners or not any(all(o is not v for v in value_owners) for o in loss_owners):
+    if not value_owners:
         return None
+    if not any(all(o is not v for v in value_owners) for o in loss_owners):
+        # the value itself joins both players (``D(G(z))`` kept and reused by the other's loss):
+        # one of its optimizers stepped between the backwards, another did not
+        idle = [v for v in value_owners if all(v is not o for o in stepped)]
+        return "reused" if idle and len(idle) < len(value_owners) else None
     if recorder.iteration_of(crossed_record.position) != failing.iteration:  # an old value: is it stale?
         since = [c.optimizer() for c in recorder.calls if c.kind == "step" and crossed_record.position <= c.position <= failing.position]
         if any(o is v for o in since for v in value_owners):

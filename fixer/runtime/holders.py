@@ -112,14 +112,15 @@ def _spread(entries: Sequence) -> Sequence:
     return [entries[round(i * last / (WIDE - 1))] for i in range(WIDE)]
 
 
-def _walk(graphs_only: bool, every_tensor_path: bool) -> Iterator[tuple[str, bool, Optional[CodeType], Any, int]]:
-    """(path, through a module attribute, root's code, value, kind), breadth-first; what holds
-    no graph is dropped before its path is even spelled."""
+def _walk(graphs_only: bool, every_tensor_path: bool, roots: Optional[Iterable] = None) -> Iterator[tuple[str, bool, Optional[CodeType], Any, int]]:
+    """(path, through a module attribute, root's code, value, kind), breadth-first from
+    ``roots`` ((name, value, code); the visible names by default); what holds no graph is
+    dropped before its path is even spelled."""
     dropped = (SKIPPED, *GRAPHLESS) if graphs_only else (SKIPPED,)
     tensors = (TENSOR, PARAMETER) if every_tensor_path else ()
     seen: dict[int, Any] = {}
     queue = deque()
-    for name, value, code in _visible():
+    for name, value, code in _visible() if roots is None else roots:
         kind = _kind(value)
         if kind not in dropped and not name.startswith("__"):
             queue.append((name, False, code, value, kind, 0))
@@ -147,10 +148,11 @@ def reachable(every_tensor_path: bool = False) -> Iterator[tuple[Holder, Any]]:
         yield _holder(path, on_module, code), value
 
 
-def graph_holders() -> list[tuple[Holder, torch.Tensor]]:
-    """(holder, tensor) of each tensor with a graph, each once: the leak sampler's cheap walk,
-    which passes over what cannot hold a graph."""
-    return [(_holder(path, on_module, code), value) for path, on_module, code, value, kind in _walk(True, False) if kind == TENSOR and value.grad_fn is not None]
+def graph_holders(roots: Optional[Iterable] = None) -> list[tuple[Holder, torch.Tensor]]:
+    """(holder, tensor) of each tensor with a graph, by every path (``loss`` and
+    ``model.losses[-1]``: each holds it): the leak sampler's cheap walk, which passes over what
+    cannot hold a graph."""
+    return [(_holder(path, on_module, code), value) for path, on_module, code, value, kind in _walk(True, True, roots) if kind == TENSOR and value.grad_fn is not None]
 
 
 def holders(wanted: Callable[[torch.Tensor], bool]) -> list[Holder]:

@@ -30,13 +30,14 @@ def diagnose(recorder: Recorder, failing: Call, error: str) -> Optional[Finding]
         return None
     saved = Piece.at("saved by", stale.stack, recorder.iteration_of(stale.position) + 1)
     failed = Piece.at("needed by", failing.stack, failing.iteration + 1)
+    kept_by = Piece.at("graph kept by", kept.stack, kept.iteration + 1)
     for param in _by_shape(_parameters_near(path[-1]), error):
         step = _step_after(recorder, param, stale.position)
         if step is not None:
             changed = Piece.at("changed by", step.stack, step.iteration + 1)
             message = (
                 f"parameter `{_name(param)}` {tuple(param.shape)}, saved at line {saved.line} for a graph kept by "
-                f"retain_graph=True (line {cause.evidence_line('graph kept by')}), was changed in place by the optimizer step at line "
+                f"retain_graph=True (line {kept_by.line}), was changed in place by the optimizer step at line "
                 f"{changed.line} before the backward at line {failed.line} used it"
             )
             return Finding.at(cause.code, message, cause.where, error, [*cause.evidence, saved, changed])

@@ -42,9 +42,10 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
             sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
         with session:
             if module:
-                runpy.run_module(target, run_name="__main__", alter_sys=True)
+                names = runpy.run_module(target, run_name="__main__", alter_sys=True)
             else:
-                runpy.run_path(os.path.abspath(target), run_name="__main__")
+                names = runpy.run_path(os.path.abspath(target), run_name="__main__")
+            session.recorder.program_globals = names  # the leak sampler's last look
     except StopRun:
         stopped = True
     except SystemExit as exc:

@@ -2,7 +2,8 @@
 element) keeps autograd graphs of more and more training steps alive.
 
 Cheap by sampling: on a schedule of backward calls (each of the first eight steps, then every
-1.5x more; without an optimizer, backward calls count as steps after sixteen), the holders visible from the training code's frames (``holders.reachable``) are
+1.5x more; without an optimizer, backward calls count as steps after sixteen; and once more
+at the program's end, from its globals), the holders visible from the training code's frames are
 searched for tensors with a graph; each graph is walked (bounded) and its nodes' records say
 in which step window (optimizer steps before the node was built; backward calls when there is
 no optimizer) they were built. A holder reaching nodes of three or more earlier windows, more
@@ -55,6 +56,21 @@ class Leaks(Observer):
             self._next = len(marks) + 1 if len(marks) < EVERY_UNTIL else int(len(marks) * 1.5)
             self._sample(call, tensors, marks)
 
+    def finish(self, whole_run: bool) -> list[Finding]:
+        """A last look when the program ran to its end: its globals may hold the graphs of the
+        last steps (a three-step loop that appends after each step shows the third only now)."""
+        names, last = self.recorder.program_globals, next((c for c in reversed(self.recorder.calls) if c.kind == "backward"), None)
+        marks = self._marks()
+        if not whole_run or not names or last is None or len(marks) < 2:
+            return []
+        module = next((code for code, _ in reversed(last.stack) if code.co_name == "<module>"), None)
+        roots = [(name, value, module) for name, value in names.items() if not name.startswith("__")]
+        tensors = tuple(t for t in (ref() for ref in last.roots) if t is not None)
+        found = len(self.findings)
+        self._sample(last, tensors, marks, roots)
+        new, self.findings[found:] = self.findings[found:], []
+        return new
+
     def _marks(self) -> list[int]:
         """Optimizer steps; backward calls only once many ran without any step (no optimizer)."""
         if self._steps or len(self._backwards) < 2 * EVERY_UNTIL:
@@ -79,10 +95,10 @@ class Leaks(Observer):
                         oldest = record
         return found, oldest
 
-    def _sample(self, call: Any, tensors: tuple, marks: list[int]) -> None:
+    def _sample(self, call: Any, tensors: tuple, marks: list[int], roots: Optional[list] = None) -> None:
         groups: dict[str, tuple[Holder, list, Any]] = {}
-        for holder, value in graph_holders():
-            name = re.sub(r"(\[\d+\])+$", "", holder.name)
+        for holder, value in graph_holders(roots):
+            name = re.sub(r"\[\d+\].*", "", holder.name)  # a list of steps: its entries and what they hold are one holder
             entry = groups.setdefault(name, (Holder(name, holder.on_module, holder.code), [], value))
             entry[1].append(value.grad_fn)
         carried = None

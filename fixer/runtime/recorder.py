@@ -116,6 +116,7 @@ class Recorder:
     observers: list = field(default_factory=list)  # fixer.runtime.observer.Observer: the detectors
     op_watchers: list = field(default_factory=list)  # observers that want every torch call (while they ask)
     in_step: bool = False
+    program_globals: Optional[dict] = None  # the program's globals once it ran to its end (graphfix run)
     failures: list = field(default_factory=list)  # the observers' own crashes, reported, never raised
 
     # --- recording --------------------------------------------------------------------------
