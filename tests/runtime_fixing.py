@@ -37,6 +37,9 @@ def fix_program(before: str, expert: Optional[str] = None) -> Fixed:
     try:
         path = os.path.join(folder, Path(before).name)
         shutil.copyfile(before, path)
+        for package in Path(before).parent.iterdir():  # the fixture folder's packages the program imports
+            if package.is_dir() and package.name.isidentifier() and package.name != "__pycache__" and any(package.glob("*.py")):
+                shutil.copytree(package, os.path.join(folder, package.name))
         first = _execute(path)
         codes = tuple(f.code for f in first.findings)
         if not first.findings:
