@@ -49,7 +49,6 @@ WATCHED_GAPS: dict[str, str] = {
     **{f"grad_without_create_graph/{name}": _NOT_A_SUM for name in (
         "maml_inner_loop", "maml_learner_map_lambda", "maml_several_inner_steps", "pinn_method_net_f", "pinn_ode_physics_loss",
     )},
-    "grad_without_create_graph/input_gradient_penalty_via_dot_grad": "the gradient is read from x.grad after a backward, not from autograd.grad",
 }
 # Findings in ``ok`` fixtures of another rule that are true: the run proves what that rule does not claim.
 TRUE_IN_OK = {

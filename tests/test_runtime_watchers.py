@@ -158,6 +158,36 @@ def test_penalty_on_constant_gradients_reports_the_grad_call(tmp_path: Path) -> 
     assert dict(evidence)["added to the loss"] == line_of(tmp_path, "loss = nn.functional")
 
 
+def test_penalty_on_an_input_gradient_read_after_backward_reports_that_backward(tmp_path: Path) -> None:
+    result = run(tmp_path, """\
+        for step in range(3):
+            inputs = x.clone().requires_grad_(True)
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(inputs), y)
+            loss.backward(retain_graph=True)
+            penalty = inputs.grad.pow(2).sum()
+            (loss + 0.1 * penalty).backward()
+            optimizer.step()
+    """)
+    assert [(code, line) for code, line, _ in result.findings] == [("GF107", line_of(tmp_path, "loss.backward(retain_graph=True)"))]
+
+
+def test_an_input_gradient_read_under_no_grad_is_not_followed() -> None:
+    """A read for the input's own update (an attack step, a feature visualisation) cannot join a
+    loss: torch calls stay unwatched; the same read in grad mode is followed."""
+    from fixer.runtime.session import Session
+
+    inputs = torch.randn(4, 3, requires_grad=True)
+    with Session() as session:
+        (inputs * 2).sum().backward()
+        with torch.no_grad():
+            inputs -= 0.1 * inputs.grad
+        watched_after_no_grad = list(session.recorder.op_watchers)
+        inputs.grad.norm()
+        watched_after_grad_mode = [type(o).__name__ for o in session.recorder.op_watchers]
+    assert (watched_after_no_grad, watched_after_grad_mode) == ([], ["Penalty"])
+
+
 def test_a_detectors_crash_is_reported_and_the_program_runs_on(tmp_path: Path, monkeypatch) -> None:
     from fixer.runtime.protocol import Protocol
 

@@ -29,6 +29,9 @@ class Observer:
     def zero_grad(self, owner: Any, call: Any) -> None:
         """``owner.zero_grad()`` (an optimizer or an ``nn.Module``) is about to run, outside any step."""
 
+    def grad_read(self, owner: Any, grad: Any) -> None:
+        """The program read ``owner.grad`` (outside library code): ``grad``, without a graph."""
+
     def op(self, func: Any, args: tuple, kwargs: Any, out: Any) -> None:
         """A torch call returned ``out`` (only while the observer is in ``recorder.op_watchers``)."""
 

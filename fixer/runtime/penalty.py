@@ -2,13 +2,14 @@
 ``create_graph=True`` are constants, so a term built from them and added to a loss changes the
 loss's value and none of its gradients.
 
-The results of such a call are followed through the torch calls that take them (while any is
+So is an input's ``.grad`` read after a ``backward()`` without ``create_graph=True``. The
+results of such a call are followed through the torch calls that take them (while any is
 alive, the recorder hands this detector every call): a result without a graph stays followed
 (``g.norm()``, ``10 * penalty``); one added to or subtracted from a value that has a graph marks
 that node (the term joins a loss there); ``detach()`` ends the flow, and any other use with a
 graph (a model's input, as in FGSM) is a use of the value, not a penalty. A backward whose loss
 reaches a marked node only through sums, means, negations and scalings by constants reports the
-``autograd.grad`` call. A backward or grad that fails because its loss has no graph at all and
+call that took the gradients. A backward or grad that fails because its loss has no graph at all and
 is such a constant reports it too (a Hessian-vector product of first-order gradients).
 """
 
@@ -39,17 +40,31 @@ class Penalty(Observer):
         self._constants: dict[int, tuple] = {}  # id(tensor) -> (weakref, the grad Call)
         self._joined: list = []  # (weakref to the node's record, grad Call, Stack of the joining op)
         self._reported: set = set()
+        self._backward: Optional[Any] = None  # the latest Tensor.backward without create_graph
 
     def after_backward(self, call: Any, tensors: tuple, result: Any, retain: bool, create: bool) -> None:
         self._constants = {key: entry for key, entry in self._constants.items() if entry[0]() is not None}
         if not self._constants and self in self.recorder.op_watchers:
             self.recorder.op_watchers.remove(self)  # nothing to follow: torch calls go unwatched again
+        if call.kind == "backward":
+            self._backward = None if create else call
         if call.kind != "grad" or create or not isinstance(result, (tuple, list)):
             return
         for tensor in result:
             if isinstance(tensor, torch.Tensor) and tensor.grad_fn is None:
                 self._constants[id(tensor)] = (weakref.ref(tensor), call)
         if self._constants and self not in self.recorder.op_watchers:
+            self.recorder.op_watchers.append(self)
+
+    def grad_read(self, owner: Any, grad: Any) -> None:
+        """An input's ``.grad`` read in grad mode after a backward without create_graph: a
+        constant, followed as ``autograd.grad``'s results are (a parameter's gradient is the
+        optimizer's business, and a read under no_grad cannot be meant to join a loss)."""
+        call = self._backward
+        if call is None or isinstance(owner, torch.nn.Parameter) or not torch.is_grad_enabled() or id(grad) in self._constants:
+            return
+        self._constants[id(grad)] = (weakref.ref(grad), call)
+        if self not in self.recorder.op_watchers:
             self.recorder.op_watchers.append(self)
 
     def _origin(self, value: Any) -> Optional[Any]:

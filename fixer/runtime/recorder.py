@@ -42,6 +42,7 @@ except ImportError:  # a torch without them: the public spelling
         _top_mode().__exit__(None, None, None)
 
 
+_GRAD = torch.Tensor.grad  # the descriptor whose reads reach our mode as ``_GRAD.__get__``
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
 KEEP_FIRST, KEEP_LAST = 64, 4096
 HELD = 16  # freeing backward calls whose graph structure is kept to compare with a failing one  # calls kept: the first ones (before-the-loop graphs) and recent
@@ -81,8 +82,11 @@ class _Mode(TorchFunctionMode):
         recorder = self.recorder
         if isinstance(out, torch.Tensor):
             node = out.grad_fn
-            if node is not None and KEY not in node.metadata:  # (the hottest path of graphfix run: inline)
-                recorder.tag(node, user_stack(sys._getframe(1)))
+            if node is not None:
+                if KEY not in node.metadata:  # (the hottest path of graphfix run: inline)
+                    recorder.tag(node, user_stack(sys._getframe(1)))
+            elif getattr(func, "__self__", None) is _GRAD:  # ``x.grad`` read by the program
+                recorder.notify("grad_read", args[0], out)
         elif out is None:  # ``t[i] = value``: the target's new node (a CopySlices) is built here
             target = args[0] if args else None
             if isinstance(target, torch.Tensor) and target.grad_fn is not None:
