@@ -40,6 +40,13 @@ KNOWN_GAPS = {
     # the fix can go, and ``graphfix run --fix`` writes it at the loop's, where the run saw the value stored
     "graph_carried_across_iterations/hidden_through_step_function",
 }
+# Bug fixtures that raise nothing and that the run does not find yet.
+SILENT_GAPS = {
+    "fake_not_detached_for_discriminator/retain_graph_band_aid": (
+        "the discriminator's retained backward also fills the generator's gradients, which the generator's step consumes "
+        "with its own; the run cannot tell that from two losses meant to train one network together"
+    ),
+}
 _NOT_A_SUM = "the constant gradient enters the loss through a non-linear term, which the run cannot tell from data (FGSM's sign(), a PGD step)"
 WATCHED_GAPS: dict[str, str] = {
     "loss_accumulated_with_graph/trainer_metric_lists": (
@@ -82,8 +89,8 @@ def raised_graph_error(result: Sanitized) -> bool:
 def test_bug_fixture_is_diagnosed_with_its_rule_and_line(pool: Pool, case) -> None:
     result = pool.run(case.before)
     assert not result.failures, result.failures
-    if not raised_graph_error(result):
-        pytest.skip("this bug shows in its numbers or memory, not as an error (runtime checks for it are phase 2)")
+    if not raised_graph_error(result) and case.id in SILENT_GAPS:
+        pytest.xfail(f"known gap: {SILENT_GAPS[case.id]}")
     assert result.findings, f"raised a graph error but nothing was diagnosed:\n{result.output}"
     code, line, evidence = result.findings[0]
     assert result.exit_code == 1 or not any(m in result.output for m in GRAPH_ERRORS)  # a leak found while it runs

@@ -188,6 +188,36 @@ def test_an_input_gradient_read_under_no_grad_is_not_followed() -> None:
     assert (watched_after_no_grad, watched_after_grad_mode) == ([], ["Penalty"])
 
 
+def test_a_graph_built_before_the_loop_kept_by_retain_graph_and_reused_after_steps_is_gf102(tmp_path: Path) -> None:
+    """Nothing raises (tanh and a data-fed layer save no parameter): every step gets the old
+    parameters' gradients. The run names the line that built it."""
+    result = run(tmp_path, """\
+        features = torch.tanh(model(x))
+        for step in range(4):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(features, y)
+            loss.backward(retain_graph=True)
+            optimizer.step()
+    """)
+    ((code, line, evidence),) = result.findings
+    assert (code, line) == ("GF102", line_of(tmp_path, "features = torch.tanh"))
+    assert dict(evidence)["parameters stepped"] == line_of(tmp_path, "optimizer.step()")
+
+
+def test_a_graph_of_frozen_parameters_reused_by_every_step_is_not_stale(tmp_path: Path) -> None:
+    result = run(tmp_path, """\
+        scale = torch.ones(1, requires_grad=True)
+        scale_optimizer = torch.optim.SGD([scale], lr=0.01)
+        features = torch.tanh(model(x))
+        for step in range(4):
+            scale_optimizer.zero_grad()
+            loss = nn.functional.mse_loss(features * scale, y)
+            loss.backward(retain_graph=True)
+            scale_optimizer.step()
+    """)
+    assert result.findings == ()
+
+
 def test_a_detectors_crash_is_reported_and_the_program_runs_on(tmp_path: Path, monkeypatch) -> None:
     from fixer.runtime.protocol import Protocol
 

@@ -8,18 +8,23 @@ pre-hook, which fires only if a later backward executes that node, and a token i
 was walked again, and each died (or the whole program ended); a graph too large to watch or
 still alive at an early stop, or holding nodes a ``create_graph=True`` call built (a gradient
 penalty's, MAML's), leaves its site undecided, so unreported.
+
+A kept graph walked again after an optimizer stepped the parameters below the node first
+reached, whose line ran only once, is a value built before the loop that every step reuses with
+its old parameters, which retain_graph=True keeps from failing (GF102).
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from fixer.runtime import graphwalk
 from fixer.runtime.observer import Observer
 from fixer.runtime.report import Finding, Piece
-from fixer.runtime.sites import source_line
+from fixer.runtime.sites import divergence, source_line
 
 KEY = "graphfix.retained"
 MAX_NODES = 20000  # a larger graph is not watched (its site stays undecided)
@@ -57,6 +62,8 @@ class Retained(Observer):
         super().__init__(recorder)
         self._kept: list[_Kept] = []
         self._created: list[tuple[int, int]] = []  # positions of the nodes create_graph=True calls built
+        self._running: Any = None  # the backward call under way
+        self._stale_sites: set = set()
 
     def after_backward(self, call: Any, tensors: tuple, result: Any, retain: bool, create: bool) -> None:
         if create:
@@ -75,7 +82,47 @@ class Retained(Observer):
                 nodes.append(node)
         for node in nodes:
             node.metadata.setdefault(KEY, []).append(_Token(kept))
-            kept.handles.append(node.register_prehook(kept.walk_seen))
+            params = _parameters_below(node)  # ids only: a hook holding its node would never let the graph die
+            hook = partial(self._walked_again, kept, graphwalk.record(node), params) if params else kept.walk_seen
+            kept.handles.append(node.register_prehook(hook))
+
+    def before_backward(self, call: Any, tensors: tuple) -> None:
+        self._running = call
+
+    def _walked_again(self, kept: _Kept, record: Any, params: frozenset, *_: Any) -> None:
+        """A later backward walks the kept graph (first node reached): stale when an optimizer
+        stepped the parameters below this node since the graph was built, and its line ran only
+        once: a value built before the loop, reused by every step with old parameters (GF102)."""
+        kept.walk_seen()
+        try:
+            self._stale(kept, record, params)
+        except Exception as bug:  # inside the engine's backward: never raise into it
+            self.recorder.failures.append(f"Retained: {type(bug).__name__}: {bug}")
+
+    def _stale(self, kept: _Kept, record: Any, params: frozenset) -> None:
+        recorder, running = self.recorder, self._running
+        if record is None or running is None or recorder.iteration_of(record.position) >= running.iteration:
+            return  # built in this iteration: a graph shared by this iteration's losses
+        if recorder.last_seen.get(id(record.stack), -1) > record.position:
+            return  # its line ran again since: carried from an earlier iteration, not built once
+        steps = [c for p in params if (entry := recorder.stepped.get(p)) for c in entry[1] if c.position > record.position]
+        if not steps or record.stack in self._stale_sites:
+            return
+        self._stale_sites.add(record.stack)
+        step = min(steps, key=lambda c: c.position)
+        it = lambda position: recorder.iteration_of(position) + 1  # noqa: E731
+        built = Piece.at("built", record.stack, it(record.position), divergence(record.stack, running.stack)[0])
+        stepped = Piece.at("parameters stepped", step.stack, step.iteration + 1)
+        retained = Piece.at("graph kept by", kept.call.stack, kept.call.iteration + 1)
+        again = Piece.at("backpropagated again", running.stack, running.iteration + 1)
+        if None in (built, stepped, retained, again):
+            return
+        message = (
+            f"this value is built once, before the loop, and its graph (kept by retain_graph=True at line {retained.line}) is "
+            f"backpropagated again in iteration {again.iteration} after the step at line {stepped.line} changed the parameters "
+            "it was built from: its gradients are those of the old parameters: recompute it inside the loop"
+        )
+        self.findings.append(Finding.at("GF102", message, built, "", [built, retained, stepped, again]))
 
     def _differentiated(self, position: int) -> bool:
         index = bisect.bisect_right(self._created, (position, float("inf"))) - 1
@@ -102,6 +149,16 @@ class Retained(Observer):
             )
             found.append(Finding.at("GF302", message, where, "", pieces))
         return found
+
+
+def _parameters_below(node: Any, depth: int = 3) -> frozenset:
+    """ids of the leaves (parameters) within ``depth`` steps below the node (``w`` below ``x @ w + b``)."""
+    found, frontier = set(), [node]
+    for _ in range(depth):
+        frontier = [c for n in frontier for c, _ in n.next_functions if c is not None]
+        found.update(id(c.variable) for c in frontier if hasattr(c, "variable"))
+        frontier = [c for c in frontier if not hasattr(c, "variable")]
+    return frozenset(found)
 
 
 def _written(stack: tuple) -> tuple:

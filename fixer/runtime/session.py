@@ -59,7 +59,8 @@ class Session:
         for detector in self.detectors:
             try:
                 found = detector.findings + detector.finish(self.whole_program and ended)
-                self.findings.extend(f for f in found if not _suppressed(f))
+                seen = {(f.code, f.filename, f.line) for f in self.findings}  # an error's diagnosis says it already
+                self.findings.extend(f for f in found if not _suppressed(f) and (f.code, f.filename, f.line) not in seen)
             except Exception as bug:  # a bug of ours must not replace the program's outcome
                 self.failures.append(f"{type(bug).__name__}: {bug}")
 
