@@ -38,6 +38,12 @@ def line_of(tmp_path: Path, text: str) -> int:
     return next(n for n, line in enumerate(lines, 1) if text in line)
 
 
+def only_finding(result) -> tuple:
+    """(code, line, {role: line}) of the run's one finding."""
+    ((code, line, evidence),) = result.findings
+    return code, line, dict(evidence)
+
+
 def storing_each_loss(holder: str, store: str) -> str:
     """A canonical 12-step loop that keeps each step's loss, graph and all, in ``holder``."""
     loop = "for step in range(12):\n" + "".join(f"    {line}\n" for line in (
@@ -48,9 +54,8 @@ def storing_each_loss(holder: str, store: str) -> str:
 
 def test_growing_list_of_losses_is_a_leak_named_where_it_is_filled(tmp_path: Path) -> None:
     result = run(tmp_path, storing_each_loss("history = []", "history.append(loss)"))
-    ((code, line, evidence),) = result.findings
-    assert (code, line) == ("GF301", line_of(tmp_path, "history.append(loss)"))
-    assert dict(evidence)["oldest graph built"] == line_of(tmp_path, "loss = nn.functional")
+    code, line, evidence = only_finding(result)
+    assert (code, line, evidence["oldest graph built"]) == ("GF301", line_of(tmp_path, "history.append(loss)"), line_of(tmp_path, "loss = nn.functional"))
 
 
 def test_bounded_window_of_graphs_is_not_a_leak(tmp_path: Path) -> None:
@@ -65,7 +70,7 @@ def three_steps(holder: str, store: str) -> str:
 def test_a_short_run_that_keeps_each_loss_after_its_step_is_found_at_its_end(tmp_path: Path) -> None:
     """The third step's graph joins the list only after the last backward: the program's end shows it."""
     result = run(tmp_path, three_steps("history = []", "history.append(loss)"))
-    ((code, line, _),) = result.findings
+    code, line, _ = only_finding(result)
     assert (code, line) == ("GF301", line_of(tmp_path, "history.append(loss)"))
 
 
@@ -92,7 +97,7 @@ def test_a_long_list_filled_many_times_per_step_is_still_seen_growing(tmp_path: 
         optimizer.step()
     """
     result = run(tmp_path, body)
-    ((code, line, _),) = result.findings
+    code, line, _ = only_finding(result)
     assert (code, line) == ("GF301", line_of(tmp_path, "history.extend"))
 
 
@@ -103,7 +108,7 @@ def test_a_leak_on_an_attribute_is_found_on_library_and_user_objects(tmp_path: P
     store = "meter.values.append(loss)" if "argparse" in holder else "meter._values.append(loss)"
     setup = f"meter = {holder}\n" + ("meter.values = []\n" if "argparse" in holder else "")
     result = run(tmp_path, head + storing_each_loss(setup, store))
-    ((code, line, _),) = result.findings
+    code, line, _ = only_finding(result)
     assert (code, line) == ("GF301", line_of(tmp_path, store))
 
 
@@ -153,9 +158,8 @@ def test_penalty_on_constant_gradients_reports_the_grad_call(tmp_path: Path) -> 
             loss.backward()
             optimizer.step()
     """)
-    ((code, line, evidence),) = result.findings
-    assert (code, line) == ("GF107", line_of(tmp_path, "torch.autograd.grad"))
-    assert dict(evidence)["added to the loss"] == line_of(tmp_path, "loss = nn.functional")
+    code, line, evidence = only_finding(result)
+    assert (code, line, evidence["added to the loss"]) == ("GF107", line_of(tmp_path, "torch.autograd.grad"), line_of(tmp_path, "loss = nn.functional"))
 
 
 def test_penalty_on_an_input_gradient_read_after_backward_reports_that_backward(tmp_path: Path) -> None:
@@ -199,9 +203,8 @@ def test_a_graph_built_before_the_loop_kept_by_retain_graph_and_reused_after_ste
             loss.backward(retain_graph=True)
             optimizer.step()
     """)
-    ((code, line, evidence),) = result.findings
-    assert (code, line) == ("GF102", line_of(tmp_path, "features = torch.tanh"))
-    assert dict(evidence)["parameters stepped"] == line_of(tmp_path, "optimizer.step()")
+    code, line, evidence = only_finding(result)
+    assert (code, line, evidence["parameters stepped"]) == ("GF102", line_of(tmp_path, "features = torch.tanh"), line_of(tmp_path, "optimizer.step()"))
 
 
 def test_a_graph_of_frozen_parameters_reused_by_every_step_is_not_stale(tmp_path: Path) -> None:
