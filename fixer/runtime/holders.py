@@ -94,9 +94,10 @@ def _items(value: Any, kind: int, graphs_only: bool) -> Iterable[tuple[str, Any,
     elif kind == MAPPING:
         entries = _spread(list(value.items())) if graphs_only else value.items()
         yield from ((f"[{k!r}]", v, False) for k, v in entries if isinstance(k, (str, int)))
+    elif kind == SEQUENCE and graphs_only:
+        yield from ((f"[{i}]", value[i], False) for i in _spread(range(len(value))))
     elif kind == SEQUENCE:
-        indexes = _spread(range(len(value))) if graphs_only else range(len(value))
-        yield from ((f"[{i}]", value[i], False) for i in indexes)
+        yield from ((f"[{i}]", v, False) for i, v in enumerate(value))  # (a deque indexed in turn: quadratic)
     elif kind == OBJECT:
         yield from ((f".{k}", v, False) for k, v in vars(value).items() if not k.startswith("__"))
     else:  # an object of a library's class (an optimizer, a parser, a metric): its public attributes

@@ -63,6 +63,7 @@ class Session:
                 self.findings.extend(f for f in found if not _suppressed(f) and (f.code, f.filename, f.line) not in seen)
             except Exception as bug:  # a bug of ours must not replace the program's outcome
                 self.failures.append(f"{type(bug).__name__}: {bug}")
+        self.recorder.program_globals = None  # (the program's objects are not kept past its run)
 
 
 def _suppressed(finding: Finding) -> bool:
