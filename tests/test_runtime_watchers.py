@@ -207,6 +207,30 @@ def test_a_graph_built_before_the_loop_kept_by_retain_graph_and_reused_after_ste
     assert (code, line, evidence["parameters stepped"]) == ("GF102", line_of(tmp_path, "features = torch.tanh"), line_of(tmp_path, "optimizer.step()"))
 
 
+def test_a_stale_graph_kept_on_an_object_is_named_where_it_is_filled(tmp_path: Path) -> None:
+    """The same bug moved into a class: the field set in ``__init__`` through a helper."""
+    result = run(tmp_path, """\
+        def features_of(inputs):
+            return torch.tanh(model(inputs))
+
+        class Trainer:
+            def __init__(self):
+                self.cache = features_of(x)
+
+            def step(self):
+                optimizer.zero_grad()
+                loss = nn.functional.mse_loss(self.cache, y)
+                loss.backward(retain_graph=True)
+                optimizer.step()
+
+        trainer = Trainer()
+        for step in range(3):
+            trainer.step()
+    """)
+    code, line, evidence = only_finding(result)
+    assert (code, line, evidence["built"]) == ("GF102", line_of(tmp_path, "self.cache = features_of"), line_of(tmp_path, "trainer = Trainer()"))
+
+
 def test_a_graph_of_frozen_parameters_reused_by_every_step_is_not_stale(tmp_path: Path) -> None:
     result = run(tmp_path, """\
         scale = torch.ones(1, requires_grad=True)

@@ -256,6 +256,14 @@ def _holders(wanted) -> list[Holder]:
     return holders(wanted)
 
 
+def stored_at(record: NodeRecord, level: int) -> tuple[Optional[Holder], Optional[Piece]]:
+    """The first holder of the tensors built at the record's site whose filling line is found,
+    and that line (``self.cache = features(x)``); else the first holder, or none."""
+    names = _holders_of_site(record)
+    found = next(((h, s) for h in names if (s := _fill(h, record, level))), None)
+    return (found[0], found[1][0]) if found else (names[0] if names else None, None)
+
+
 def _holders_of_site(site: NodeRecord) -> list[Holder]:
     """Who holds the tensors built at a site: where the crossed value was built (its newer
     copies), else where it was used (``self.prev = 0.5 * (out + self.prev)``)."""

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from fixer.runtime import graphwalk
+from fixer.runtime.freed import stored_at
 from fixer.runtime.observer import Observer
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
@@ -111,18 +112,24 @@ class Retained(Observer):
         self._stale_sites.add(record.stack)
         step = min(steps, key=lambda c: c.position)
         it = lambda position: recorder.iteration_of(position) + 1  # noqa: E731
-        built = Piece.at("built", record.stack, it(record.position), divergence(record.stack, running.stack)[0])
+        level = divergence(record.stack, running.stack)[0]
+        built = Piece.at("built", record.stack, it(record.position), level)
         stepped = Piece.at("parameters stepped", step.stack, step.iteration + 1)
         retained = Piece.at("graph kept by", kept.call.stack, kept.call.iteration + 1)
         again = Piece.at("backpropagated again", running.stack, running.iteration + 1)
         if None in (built, stepped, retained, again):
             return
+        holder, stored = stored_at(record, level)
         message = (
-            f"this value is built once, before the loop, and its graph (kept by retain_graph=True at line {retained.line}) is "
-            f"backpropagated again in iteration {again.iteration} after the step at line {stepped.line} changed the parameters "
-            "it was built from: its gradients are those of the old parameters: recompute it inside the loop"
+            f"{f'`{holder.name}`' if holder else 'this value'} is built once, before the loop, and its graph (kept by "
+            f"retain_graph=True at line {retained.line}) is backpropagated again in iteration {again.iteration} after the step "
+            f"at line {stepped.line} changed the parameters it was built from: its gradients are those of the old parameters: "
+            "recompute it inside the loop"
         )
-        self.findings.append(Finding.at("GF102", message, built, "", [built, retained, stepped, again]))
+        # kept on an object (``self.cache`` set in ``__init__``): the line that fills it, which the fix moves
+        where = stored if stored is not None and "." in holder.name else built
+        pieces = [built, stored, retained, stepped, again] if stored is not None else [built, retained, stepped, again]
+        self.findings.append(Finding.at("GF102", message, where, "", pieces))
 
     def _differentiated(self, position: int) -> bool:
         index = bisect.bisect_right(self._created, (position, float("inf"))) - 1
