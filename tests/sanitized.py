@@ -41,12 +41,31 @@ def execute_quietly(path: str, args: tuple = (), max_steps: Optional[int] = None
     torch.manual_seed(0)
     random.seed(0)
     buffer, cwd = io.StringIO(), os.getcwd()
-    os.chdir(os.path.dirname(path))
+    folder = os.path.dirname(os.path.abspath(path))
+    os.chdir(folder)
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             return execute(path, list(args), max_steps=max_steps, stderr=buffer), buffer
     finally:
         os.chdir(cwd)
+        _forget_modules_of(folder)
+
+
+def _forget_modules_of(folder: str) -> None:
+    """The program's own modules (``helpers``, ``project.steps``) leave ``sys.modules`` with it:
+    the next program in this worker may have its own module of that name, as a fresh
+    ``graphfix run`` process would find."""
+    import sys
+
+    inside = folder.rstrip(os.sep) + os.sep
+    for name, module in list(sys.modules.items()):
+        places = [getattr(module, "__file__", None) or ""]
+        try:  # a package's folders (a namespace package has no file)
+            places += [str(p) for p in getattr(module, "__path__", None) or ()]
+        except TypeError:  # an object that only looks like a module (torch.classes)
+            pass
+        if any(place.startswith(inside) for place in places):
+            del sys.modules[name]
 
 
 def sanitize(path: str, args: tuple = (), max_steps: Optional[int] = None) -> Sanitized:

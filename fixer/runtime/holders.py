@@ -28,7 +28,7 @@ class Holder:
     code: Optional[CodeType] = None  # the function whose local (or module whose global) is the name's root
 
 
-def _visible() -> Iterator[tuple[str, Any, CodeType]]:
+def _visible(globals_first: bool = False) -> Iterator[tuple[str, Any, CodeType]]:
     """(name, value, code) of the locals and globals of the user frames on the current stack;
     a global's code is the outermost frame seen with those globals (the module, when it runs)."""
     frames, frame = [], sys._getframe(1)
@@ -37,11 +37,18 @@ def _visible() -> Iterator[tuple[str, Any, CodeType]]:
             frames.append(frame)
         frame = frame.f_back
     module_code = {id(f.f_globals): f.f_code for f in frames}  # the outermost wins
-    for f in frames:
-        yield from ((k, v, f.f_code) for k, v in f.f_locals.items())
-    for key, code in module_code.items():
-        f = next(f for f in frames if id(f.f_globals) == key)
-        yield from ((k, v, code) for k, v in f.f_globals.items())
+
+    def local_names():
+        for f in frames:
+            yield from ((k, v, f.f_code) for k, v in f.f_locals.items())
+
+    def global_names():
+        for key, code in module_code.items():
+            f = next(f for f in frames if id(f.f_globals) == key)
+            yield from ((k, v, code) for k, v in f.f_globals.items())
+
+    yield from (global_names() if globals_first else local_names())
+    yield from (local_names() if globals_first else global_names())
 
 
 # What a value is, decided once per type (the walk asks for every object it meets):
@@ -121,7 +128,9 @@ def _walk(graphs_only: bool, every_tensor_path: bool, roots: Optional[Iterable] 
     tensors = (TENSOR, PARAMETER) if every_tensor_path else ()
     seen: dict[int, Any] = {}
     queue = deque()
-    for name, value, code in _visible() if roots is None else roots:
+    # the sampler names a holder by its longest-lived name (a global outlives the step function's
+    # parameter aliasing it, and the look at the program's end sees only globals)
+    for name, value, code in _visible(globals_first=graphs_only) if roots is None else roots:
         kind = _kind(value)
         if kind not in dropped and not name.startswith("__"):
             queue.append((name, False, code, value, kind, 0))
@@ -149,11 +158,15 @@ def reachable(every_tensor_path: bool = False) -> Iterator[tuple[Holder, Any]]:
         yield _holder(path, on_module, code), value
 
 
-def graph_holders(roots: Optional[Iterable] = None) -> list[tuple[Holder, torch.Tensor]]:
-    """(holder, tensor) of each tensor with a graph, by every path (``loss`` and
-    ``model.losses[-1]``: each holds it): the leak sampler's cheap walk, which passes over what
-    cannot hold a graph."""
-    return [(_holder(path, on_module, code), value) for path, on_module, code, value, kind in _walk(True, True, roots) if kind == TENSOR and value.grad_fn is not None]
+def graph_holders(roots: Optional[Iterable] = None) -> list[tuple[Holder, torch.Tensor, Optional[CodeType]]]:
+    """(holder, tensor, the code whose local or global the path starts from) of each tensor with
+    a graph, by every path (``loss`` and ``model.losses[-1]``: each holds it): the leak sampler's
+    cheap walk, which passes over what cannot hold a graph."""
+    return [
+        (_holder(path, on_module, code), value, code)
+        for path, on_module, code, value, kind in _walk(True, True, roots)
+        if kind == TENSOR and value.grad_fn is not None
+    ]
 
 
 def holders(wanted: Callable[[torch.Tensor], bool]) -> list[Holder]:

@@ -42,8 +42,8 @@ class Leaks(Observer):
         self._steps: list[int] = []  # positions of optimizer steps
         self._backwards: list[int] = []  # positions of backward calls
         self._next = 2  # a first look at two steps, to see the growth to three
-        self._seen: dict[str, int] = {}
-        self._reported: set[str] = set()
+        self._seen: dict[tuple, int] = {}  # (name, its root's code) -> windows reached at the last sample
+        self._reported: set[tuple] = set()
 
     def before_step(self, optimizer: Any, call: Any) -> None:
         self._steps.append(call.position)
@@ -96,20 +96,23 @@ class Leaks(Observer):
         return found, oldest
 
     def _sample(self, call: Any, tensors: tuple, marks: list[int], roots: Optional[list] = None) -> None:
-        groups: dict[str, tuple[Holder, list, Any]] = {}
-        for holder, value in graph_holders(roots):
+        groups: dict[tuple, tuple[Holder, list, Any]] = {}
+        for holder, value, root in graph_holders(roots):
             name = re.sub(r"\[\d+\].*", "", holder.name)  # a list of steps: its entries and what they hold are one holder
-            entry = groups.setdefault(name, (Holder(name, holder.on_module, holder.code), [], value))
+            # (a step function's local ``loss`` and the loop's global ``loss`` are two holders;
+            # a global is one holder however the module ran: as a script, through runpy, ...)
+            scope = None if root is None or root.co_name == "<module>" else root
+            entry = groups.setdefault((name, scope), (Holder(name, holder.on_module, holder.code), [], value))
             entry[1].append(value.grad_fn)
         carried = None
-        for name, (holder, roots, value) in groups.items():
+        for key, (holder, roots, value) in groups.items():
             windows, oldest = self._windows(roots, marks, [])
-            before, self._seen[name] = self._seen.get(name), len(windows)
-            if len(windows) < GROWN or before is None or len(windows) <= before or name in self._reported:
+            before, self._seen[key] = self._seen.get(key), len(windows)
+            if len(windows) < GROWN or before is None or len(windows) <= before or key in self._reported:
                 continue
             if carried is None:
                 carried = self._windows([t.grad_fn for t in tensors if t.grad_fn is not None], marks, [])[0]
-            self._reported.add(name)
+            self._reported.add(key)
             loss = next((r for r in map(graphwalk.record, (t.grad_fn for t in tensors if t.grad_fn is not None)) if r), None)
             self._report(holder, value, oldest, before, len(windows), len(carried) >= GROWN, call, loss)
 
