@@ -41,6 +41,17 @@ def is_stale(node: Any) -> bool:
     return message is not None and "inplace operation" in message
 
 
+def parameters_below(node: Any, depth: int = 3) -> list:
+    """The leaves (parameters) within ``depth`` steps below the node: ``w`` below ``x @ w + b``,
+    a weight below ``t()`` below the node that saved it."""
+    found, frontier = [], [node]
+    for _ in range(depth):
+        frontier = [c for n in frontier for c, _ in n.next_functions if c is not None]
+        found += [c.variable for c in frontier if hasattr(c, "variable")]
+        frontier = [c for c in frontier if not hasattr(c, "variable")]
+    return found
+
+
 def walk(roots: Iterable[Any]) -> Iterator[tuple[Any, Optional[Any]]]:
     """(node, the node that reached it first) breadth-first from the roots, each node once."""
     seen: dict[int, Any] = {}

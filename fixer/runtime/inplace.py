@@ -6,7 +6,7 @@ that still needed the old value (after a retained backward kept the graph alive)
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 
@@ -31,7 +31,7 @@ def diagnose(recorder: Recorder, failing: Call, error: str) -> Optional[Finding]
     saved = Piece.at("saved by", stale.stack, recorder.iteration_of(stale.position) + 1)
     failed = Piece.at("needed by", failing.stack, failing.iteration + 1)
     kept_by = Piece.at("graph kept by", kept.stack, kept.iteration + 1)
-    for param in _by_shape(_parameters_near(path[-1]), error):
+    for param in _by_shape(graphwalk.parameters_below(path[-1], NEAR), error):
         step = _step_after(recorder, param, stale.position)
         if step is not None:
             changed = Piece.at("changed by", step.stack, step.iteration + 1)
@@ -43,22 +43,6 @@ def diagnose(recorder: Recorder, failing: Call, error: str) -> Optional[Finding]
             return Finding.at(cause.code, message, cause.where, error, [*cause.evidence, saved, changed])
     message = f"a tensor saved at line {saved.line} was modified in place before the backward at line {failed.line} used it"
     return Finding.at(cause.code, message, cause.where, error, [*cause.evidence, saved])
-
-
-def _parameters_near(node: Any) -> list:
-    found, frontier = [], [node]
-    for _ in range(NEAR):
-        nxt = []
-        for current in frontier:
-            for child, _ in current.next_functions:
-                if child is None:
-                    continue
-                if hasattr(child, "variable"):
-                    found.append(child.variable)
-                else:
-                    nxt.append(child)
-        frontier = nxt
-    return found
 
 
 def _by_shape(params: list, error: str) -> list:

@@ -200,8 +200,8 @@ class Recorder:
             self._depth -= 1
 
     def _unrecorded(self, run: Callable[[], Any]) -> Any:
-        """A backward that builds no graph (no ``create_graph``): nothing in it to record, and the
-        program's calls it makes need not pass through our mode."""
+        """A call that builds no graph (a backward without ``create_graph``, ``zero_grad()``):
+        nothing in it to record, and the program's calls it makes need not pass through our mode."""
         was_on = self._mode_on
         self._watching(False)
         try:
@@ -268,43 +268,28 @@ class Recorder:
     # --- installing -------------------------------------------------------------------------
 
     def start(self) -> None:
-        tensor_backward, autograd_backward, autograd_grad = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
+        def entry(kind: str, original: Callable, first: str, retain_at: int) -> Callable:
+            """``original`` recorded: its first parameter, named ``first`` (``outputs=`` may be a
+            keyword), holds the roots; ``retain_graph`` and ``create_graph`` are the positional
+            arguments ``retain_at`` and ``retain_at + 1`` after it."""
 
-        def backward(self_, *args, **kwargs):
-            if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
-                return tensor_backward(self_, *args, **kwargs)
-            retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
-            create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
-            frees = not (create if retain is None else retain)
-            return self.around_backward("backward", self_, frees, lambda: tensor_backward(self_, *args, **kwargs), retain, create)
+            def wrapper(*args, **kwargs):
+                if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
+                    return original(*args, **kwargs)
+                roots, rest = (args[0], args[1:]) if args else (kwargs.get(first), ())
+                retain = kwargs.get("retain_graph", rest[retain_at] if len(rest) > retain_at else None)
+                create = kwargs.get("create_graph", rest[retain_at + 1] if len(rest) > retain_at + 1 else False)
+                frees = not (create if retain is None else retain)
+                return self.around_backward(kind, roots, frees, lambda: original(*args, **kwargs), retain, create)
 
-        def functional_backward(tensors, *args, **kwargs):
-            if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
-                return autograd_backward(tensors, *args, **kwargs)
-            retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
-            create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
-            frees = not (create if retain is None else retain)
-            return self.around_backward("backward", tensors, frees, lambda: autograd_backward(tensors, *args, **kwargs), retain, create)
-
-        def grad(outputs, *args, **kwargs):
-            if self._depth:  # Tensor.backward calls torch.autograd.backward: record the outer call only
-                return autograd_grad(outputs, *args, **kwargs)
-            retain = kwargs.get("retain_graph", args[2] if len(args) > 2 else None)
-            create = kwargs.get("create_graph", args[3] if len(args) > 3 else False)
-            frees = not (create if retain is None else retain)
-            return self.around_backward("grad", outputs, frees, lambda: autograd_grad(outputs, *args, **kwargs), retain, create)
+            return wrapper
 
         def zero_grad_of(original):
             def zero_grad(self_, *args, **kwargs):  # builds no graph: its attribute writes run unrecorded
                 if self.observers and not self.in_step:
                     call = Call("zero_grad", caller_stack(1), self.position, len(self.iteration_starts))
                     self.notify("zero_grad", self_, call)
-                was_on = self._mode_on
-                self._watching(False)
-                try:
-                    return original(self_, *args, **kwargs)
-                finally:
-                    self._watching(was_on)
+                return self._unrecorded(lambda: original(self_, *args, **kwargs))
 
             return zero_grad
 
@@ -321,8 +306,9 @@ class Recorder:
 
         patches = (
             (torch.nn.Module, "__call__", call_module),
-            (torch.Tensor, "backward", backward), (torch.autograd, "backward", functional_backward),
-            (torch.autograd, "grad", grad),
+            (torch.Tensor, "backward", entry("backward", torch.Tensor.backward, "self", 1)),
+            (torch.autograd, "backward", entry("backward", torch.autograd.backward, "tensors", 1)),
+            (torch.autograd, "grad", entry("grad", torch.autograd.grad, "outputs", 2)),
             (torch.optim.Optimizer, "zero_grad", zero_grad_of(torch.optim.Optimizer.zero_grad)),
             (torch.nn.Module, "zero_grad", zero_grad_of(torch.nn.Module.zero_grad)),
         )

@@ -83,7 +83,7 @@ class Retained(Observer):
                 nodes.append(node)
         for node in nodes:
             node.metadata.setdefault(KEY, []).append(_Token(kept))
-            params = _parameters_below(node)  # ids only: a hook holding its node would never let the graph die
+            params = frozenset(map(id, graphwalk.parameters_below(node)))  # ids only: a hook holding its node would never let the graph die
             hook = partial(self._walked_again, kept, graphwalk.record(node), params) if params else kept.walk_seen
             kept.handles.append(node.register_prehook(hook))
 
@@ -156,16 +156,6 @@ class Retained(Observer):
             )
             found.append(Finding.at("GF302", message, where, "", pieces))
         return found
-
-
-def _parameters_below(node: Any, depth: int = 3) -> frozenset:
-    """ids of the leaves (parameters) within ``depth`` steps below the node (``w`` below ``x @ w + b``)."""
-    found, frontier = set(), [node]
-    for _ in range(depth):
-        frontier = [c for n in frontier for c, _ in n.next_functions if c is not None]
-        found.update(id(c.variable) for c in frontier if hasattr(c, "variable"))
-        frontier = [c for c in frontier if not hasattr(c, "variable")]
-    return frozenset(found)
 
 
 def _written(stack: tuple) -> tuple:
