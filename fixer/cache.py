@@ -25,36 +25,19 @@ import os
 import sys
 from typing import Any, Callable, Optional
 
-from fixer import __version__, depends
+from fixer import __version__, cache_codec, cache_folder, depends, temp_files
 
-FOLDER = ".graphfix_cache"
 FORMAT = 3
-TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by graphfix.\n"
-    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
-)
 _PACKAGES = ("fixer", "fixer/analysis", "codemods")  # graphfix's own code: a change is a new key
-
-
-def cache_folder(flag: Optional[str], configured: Optional[str], project_root: str) -> str:
-    chosen = flag or os.environ.get("GRAPHFIX_CACHE_DIR") or configured
-    return os.path.abspath(chosen) if chosen else os.path.join(os.path.abspath(project_root), FOLDER)
-
-
-def folder_for(flag: Optional[str], fallback: Any) -> str:
-    """As ruff: the flag, GRAPHFIX_CACHE_DIR, the run's config (``fallback``, the settings of
-    files with no config above them), else at the project root (that config's folder, else the
-    current one)."""
-    root = os.path.dirname(os.path.abspath(fallback.config)) if fallback.config else os.getcwd()
-    return cache_folder(flag, fallback.settings.cache_dir, root)
 
 
 def open_run_cache(folder: str, warn: Callable[[str], None]) -> "Optional[RunCache]":
     """The run's result cache in ``folder``, or None (with a warning) if it cannot be used: the
-    cache never fails a run."""
+    cache never fails a run. A folder graphfix may not use raises cache_folder.LocationError."""
     try:
         return RunCache(folder)
+    except cache_folder.LocationError:
+        raise
     except Exception as exc:
         warn(f"graphfix: warning: result cache not used: {type(exc).__name__}: {exc}")
         return None
@@ -62,7 +45,7 @@ def open_run_cache(folder: str, warn: Callable[[str], None]) -> "Optional[RunCac
 
 def code_key() -> list:
     """graphfix's version and the size and time of each of its own source files, the Python."""
-    import codemods
+    import codemods  # where the rules are found now (a test swaps the package)
 
     base = os.path.dirname(os.path.dirname(os.path.abspath(codemods.__file__)))
     code = []
@@ -87,6 +70,7 @@ class RunCache:
     config and the repositories of a batch give several), all in one folder."""
 
     def __init__(self, folder: str) -> None:
+        cache_folder.check_usable(folder)  # never read an index from a folder graphfix does not own
         self.folder = folder
         self._code = code_key()
         self._indexes: dict[tuple, Cache] = {}
@@ -134,15 +118,18 @@ class Cache:
         self.failed: Optional[str] = None  # why the index could not be written
 
     def prepare(self) -> bool:
-        """Make the folder. The runner calls this before analysing: a new folder in the project
-        changes the project folder's listing, which analyses that looked for a module record."""
+        """Make the folder (``cache_folder.claim``). The runner calls this before analysing: a new
+        folder in the project changes the project folder's listing, which analyses that looked
+        for a module record."""
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            _mark(self.folder)
+            cache_folder.claim(self.folder)
+            cache_folder.version_folder(self.folder, __version__)
             return True
+        except cache_folder.LocationError as exc:
+            self.failed = str(exc)
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
-            return False
+        return False
 
     def _read(self) -> tuple[list, dict[str, Any]]:
         try:
@@ -156,8 +143,6 @@ class Cache:
 
     def lookup(self, path: str):
         """The cached FileResult of ``path``, or None (a miss)."""
-        from fixer import cache_codec
-
         key = os.path.abspath(path)
         entry = self.entries.get(key)
         try:
@@ -191,8 +176,6 @@ class Cache:
 
     def store(self, result, found: dict[str, depends.Fingerprint]) -> None:
         """Keep ``result`` with the fingerprints of the files its analysis read (``found``)."""
-        from fixer import cache_codec
-
         deps = {os.path.abspath(p): fp for p, fp in found.items()}
         path = os.path.abspath(result.path)
         if cache_codec.cacheable(result) and deps.get(path) is not None:  # its own content, read
@@ -202,8 +185,6 @@ class Cache:
         """Write this run's entries, merged into the index as it is now on disk."""
         if not self.updates:
             return
-        from fixer import temp_files
-
         if not self.prepare():
             return
         table: list = []
@@ -250,27 +231,3 @@ def _hashable(recorded: Any) -> depends.Fingerprint:
     if kind in (depends.FOLDER, depends.MODULES):
         return (kind, tuple(recorded[1]) if recorded[1] else None, tuple(recorded[2]))
     return (tuple(kind) if kind else None, recorded[1])
-
-
-def _mark(folder: str) -> None:
-    """The cache folder's ``.gitignore`` and ``CACHEDIR.TAG`` (backup tools skip tagged folders)."""
-    for name, text in ((".gitignore", "# Automatically created by graphfix.\n*\n"), ("CACHEDIR.TAG", TAG)):
-        target = os.path.join(folder, name)
-        if not os.path.exists(target):
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(text)
-
-
-def clean(folder: str) -> bool:
-    """Remove a cache folder; only one graphfix tagged (so ``--cache-dir ~`` cannot remove a home)."""
-    import shutil
-
-    tag = os.path.join(folder, "CACHEDIR.TAG")
-    try:
-        with open(tag, encoding="utf-8") as handle:
-            if not handle.read().startswith(TAG.splitlines()[0]):
-                return False
-    except OSError:
-        return False
-    shutil.rmtree(folder)
-    return True

@@ -37,6 +37,7 @@ from fixer.runner import run
 from fixer.source import encode, decode, SourceError
 
 EXIT_INTERRUPTED = 130  # --interactive stopped by Ctrl-C (the shell's code for SIGINT)
+REFUSED_CACHE = object()  # the cache folder chosen may not be used: checked without one, exit 2
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -57,13 +58,19 @@ def _tree(config: Optional[Path], flags: Flags) -> ConfigTree:
     try:
         return ConfigTree(flags, fixed=config, fallback=None if config else find_pyproject(Path.cwd()))
     except ConfigError as exc:
-        _err(f"graphfix: error: {exc}")
-        raise typer.Exit(EXIT_ERROR)
+        _usage(str(exc))
 
 
 def _usage(message: str) -> None:
     _err(f"graphfix: error: {message}")
+    if _buffer_owed:  # an editor filter (--fix -) gets its buffer back as it came, never nothing
+        _buffer_owed.clear()
+        sys.stdout.buffer.write(sys.stdin.buffer.read())
+        sys.stdout.flush()
     raise typer.Exit(EXIT_ERROR)
+
+
+_buffer_owed: list[bool] = []  # [True] while a `--fix -` run has not yet written its buffer
 
 
 @app.command("check")
@@ -100,6 +107,8 @@ def check(
 ) -> None:
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
     reporting.silent = silent
+    if fix and ("-" in (paths or []) or (not paths and stdin_filename is not None)):
+        _buffer_owed[:] = [True]
     if diff and fix:
         _usage("--diff and --fix cannot be combined")
     if interactive and (problem := usage_problem(fix, diff, "-" in (paths or []) or stdin_filename is not None, silent)):
@@ -140,8 +149,11 @@ def check(
         code = EXIT_ERROR if _config_errors(tree) else code
     else:
         cache = None if no_cache or os.environ.get("GRAPHFIX_NO_CACHE") else _open_cache(cache_dir, tree)
+        refused = cache is REFUSED_CACHE
         code, changed = _run_files(paths, tree, _split(exclude), workers, fmt, quiet, diff, fix, statistics, batch, repos_in or [],
-                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive, scheduler, cache)
+                                   repos_from or [], report_file, patch_dir, branch, no_progress, interactive, scheduler,
+                                   None if refused else cache)
+        code = EXIT_ERROR if refused else code
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
     raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
@@ -155,15 +167,23 @@ def _config_errors(tree: ConfigTree) -> bool:
 
 
 def _open_cache(flag: Optional[str], tree: ConfigTree):
+    """The run's result cache, None when it is not used; a folder graphfix may not use is named
+    (the files are still checked, and the run exits 2)."""
     from fixer.cache import open_run_cache  # a run with --no-cache never imports the cache
+    from fixer.cache_folder import LocationError
 
-    return open_run_cache(_cache_folder(flag, tree), _err)
+    try:
+        return open_run_cache(_cache_folder(flag, tree), _err)
+    except LocationError as exc:
+        _err(f"graphfix: error: the result cache is not used: {exc}")
+        return REFUSED_CACHE
 
 
 def _cache_folder(flag: Optional[str], tree: ConfigTree) -> str:
-    from fixer.cache import folder_for
+    from fixer.cache_folder import choose
 
-    return folder_for(flag, tree.fallback)
+    config = tree.fallback.config
+    return choose(flag, tree.fallback.settings.cache_dir, str(config) if config else None, os.getcwd())
 
 
 def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, scheduler=None, cache=None) -> tuple[int, bool]:
@@ -301,21 +321,28 @@ def clean_command(
     config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml whose folder is the project root."),
     cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="The cache folder to remove (default: as check finds it)."),
 ) -> None:
-    """Remove the result cache (.graphfix_cache at the project root)."""
-    from fixer.cache import clean
+    """Remove the result cache (.graphfix_cache at the project root): only what graphfix wrote there."""
+    from fixer.cache_folder import LocationError, clean
 
-    folder = _cache_folder(cache_dir, _tree(config, Flags()))
-    if not os.path.exists(folder):
+    try:
+        folder = _cache_folder(cache_dir, _tree(config, Flags()))
+    except LocationError as exc:
+        _err(f"graphfix: error: {exc}; nothing removed")
+        raise typer.Exit(EXIT_ERROR)
+    if not os.path.lexists(folder):
         return
     try:
-        removed = clean(folder)
+        kept = clean(folder)
     except OSError as exc:
         _err(f"graphfix: error: cannot remove {folder}: {exc.strerror or exc}")
         raise typer.Exit(EXIT_ERROR)
-    if not removed:
-        _err(f"graphfix: error: {folder} is not a graphfix cache (no CACHEDIR.TAG of graphfix's); not removed")
+    if kept is None:
+        _err(f"graphfix: error: {folder} is not a graphfix cache (no CACHEDIR.TAG of graphfix's); nothing removed")
         raise typer.Exit(EXIT_ERROR)
-    _err(f"graphfix: removed {folder}")
+    if kept:
+        _err(f"graphfix: removed graphfix's entries of {folder}; kept what graphfix did not write: {', '.join(kept)}")
+    else:
+        _err(f"graphfix: removed {folder}")
 
 
 @app.command("server")

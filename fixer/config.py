@@ -70,7 +70,7 @@ def configures_graphfix(candidate: Path) -> bool:
         return False
     try:
         tool = tomllib.loads(data.decode("utf-8")).get("tool")
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (ValueError, RecursionError):  # not UTF-8, not TOML, nested too deep: loading names it
         return True
     return isinstance(tool, dict) and "graphfix" in tool
 
@@ -92,6 +92,10 @@ def load(path: Optional[Path]) -> Settings:
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (byte {exc.start}): a TOML file must be UTF-8") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     tool = document.get("tool", {})

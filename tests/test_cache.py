@@ -218,9 +218,10 @@ def test_cache_dir_flag_env_and_config(project, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     graphfix("--cache-dir", str(elsewhere / "a"), ".", cwd=project)
     graphfix(".", cwd=project, env={"GRAPHFIX_CACHE_DIR": str(elsewhere / "b")})
-    (project / "pyproject.toml").write_text(f'[tool.graphfix]\ncache-dir = "{elsewhere / "c"}"\n')
+    (project / "pyproject.toml").write_text('[tool.graphfix]\ncache-dir = "build/c"\n')  # inside the project only
     graphfix(".", cwd=project)
-    assert all((elsewhere / name / "CACHEDIR.TAG").is_file() for name in "abc")
+    assert all((elsewhere / name / "CACHEDIR.TAG").is_file() for name in "ab")
+    assert (project / "build" / "c" / "CACHEDIR.TAG").is_file()
     assert not (project / ".graphfix_cache").exists()
 
 
@@ -275,7 +276,7 @@ def _writer(folder: str, key: str, tag: str, rounds: int) -> None:
     for number in range(rounds):
         path = os.path.join(folder, tag, f"{number}.py")
         Path(path).write_text(f"x = {number}\n")
-        cache = cache_module.Cache(folder, key)
+        cache = cache_module.Cache(os.path.join(folder, "cache"), key)
         cache.store(FileResult(path, parsed=True), {path: depends.fingerprint(path)})
         cache.save()
         assert not cache.failed
@@ -291,10 +292,10 @@ def test_concurrent_writers_never_corrupt_the_index(tmp_path):
     for writer in writers:
         writer.join(120)
         assert writer.exitcode == 0
-    entries = json.loads((tmp_path / cache_module.__version__ / "k.json").read_text())["entries"]
+    entries = json.loads((tmp_path / "cache" / cache_module.__version__ / "k.json").read_text())["entries"]
     assert str(tmp_path / "a" / "149.py") in entries or str(tmp_path / "b" / "149.py") in entries  # the last writer's, whole
     assert len(entries) > 150  # each writer merged what the other had written
-    assert not list((tmp_path / cache_module.__version__).glob("*.tmp"))
+    assert not list((tmp_path / "cache" / cache_module.__version__).glob("*.tmp"))
 
 
 def test_two_runs_at_once_both_answer_right(project):
