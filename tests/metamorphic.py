@@ -4,8 +4,8 @@ Every fixture (before and ok) is transformed in ways that keep what it does to a
 gradients; its findings (line, code) must stay the same, line-shifted where lines were added:
 
 - rename: every local name (assigned, a parameter, a def or class; not attributes, keyword
-  names, imports or external API names) renamed consistently three ways: upper case, a long
-  prefix and suffix, short opaque names (n0, n1, ...).
+  names, imports or external API names) renamed consistently four ways: upper case, capitalised
+  (``G_loss``), a long prefix and suffix, short opaque names (n0, n1, ...).
 - opaque: each data producer (``torch.randn(...)``, ``torch.zeros(...)`` without
   ``requires_grad``, ...) replaced by a call graphfix cannot see into: a function imported from
   another package, a method of an imported object, or the legacy ``Variable(torch.Tensor(...))``.
@@ -93,6 +93,7 @@ def rename(source: str, how: Optional[Callable[[str], str]]) -> str:
 
 RENAMINGS: dict[str, Optional[Callable[[str], str]]] = {
     "upper": lambda name: name.upper() + "_",
+    "capitalised": lambda name: name[:1].upper() + name[1:] + "_",  # G_loss, Errd_: a value spelled as classes are
     "long": lambda name: f"renamed_{name}_value",
     "opaque": None,
 }

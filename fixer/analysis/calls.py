@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.names import dotted, last_name, qualified, root_name, value_names
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
@@ -64,7 +64,7 @@ def backward_call(ctx: FileContext, node: ast.AST) -> Optional[BackwardCall]:
         return BackwardCall(node, node.args[0], "owner")
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" and receiver.args:
         return BackwardCall(node, receiver.args[0], "scaler")  # scaler.scale(loss).backward()
-    if _looks_like_class(receiver):
+    if _names_no_value(ctx, receiver):
         return None  # Function.backward(ctx, grad): an autograd.Function, not a tensor
     return BackwardCall(node, receiver, "method")
 
@@ -73,11 +73,13 @@ def _keyword_value(node: ast.Call, name: str) -> Optional[ast.expr]:
     return next((k.value for k in node.keywords if k.arg == name), None)
 
 
-def _looks_like_class(node: ast.expr) -> bool:
+def _names_no_value(ctx: FileContext, node: ast.expr) -> bool:
+    """Whether ``node`` is ``super()`` or a Name/Attribute chain whose first name the file never
+    binds to a value (a class, a module, a function, or a name it cannot see): never by spelling."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
         return True
-    name = last_name(node)
-    return bool(name) and name[0].isupper() and not name.isupper() and len(name) > 1
+    root = root_name(node)
+    return root is not None and root not in value_names(ctx)
 
 
 BACKWARD_TEXT = re.compile(r"backward\s*\(|grad(?<!\wgrad)\s*\(")  # what backward_call can recognise

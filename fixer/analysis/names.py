@@ -30,6 +30,33 @@ def last_name(node: ast.AST) -> Optional[str]:
     return None
 
 
+def value_names(ctx: FileContext) -> frozenset[str]:
+    """Every name the file binds to a value: assignment and loop targets, parameters, ``as`` names,
+    pattern captures. A name bound only by ``class``, ``def`` or ``import`` is not one."""
+
+    def compute() -> frozenset[str]:
+        names: set[str] = set()
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+                names.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                names.add(node.rest)
+        return frozenset(names)
+
+    return ctx.memo("value_names", compute)
+
+
+def root_name(node: ast.AST) -> Optional[str]:
+    """The name a Name/Attribute chain starts from (``self.loss_G`` -> ``self``), else None."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def import_aliases(ctx: FileContext) -> dict[str, str]:
     """Local name -> qualified name for every import in the file."""
 
