@@ -1,0 +1,94 @@
+"""The shape of the code, as a ratchet (design/architecture-review-2026-11-27.md, step 0): imports
+inside functions in the analysis, analysis modules reaching into the engine, and modules over 400
+lines may only become fewer and smaller; an import circle among top-level imports never comes
+back. When a move removes one, lower its allowance here in the same commit."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ANALYSIS = ROOT / "fixer" / "analysis"
+
+# file -> imports inside its functions today (the migration takes them to 0)
+LAZY_IMPORTS = {  # 71 in all on 2026-11-27
+    "bindings.py": 3, "call_events.py": 5, "calls.py": 10, "carried_shape.py": 9, "class_model.py": 5,
+    "gan_steps.py": 1, "graph.py": 1, "held_values.py": 2, "importers.py": 14, "init_graphs.py": 1,
+    "module_cache.py": 1, "module_outputs.py": 5, "names.py": 1, "project.py": 3, "protocol.py": 5,
+    "retained.py": 1, "retained_callers.py": 2, "retained_walks.py": 2,
+}
+# analysis modules that import the engine's fix types (edits belong to the rules' edit builders)
+ENGINE_IMPORTS = {"graph_reuse.py", "shared_graph.py"}
+# module -> its length today; none may grow, no other may pass 400 lines
+LONG_MODULES = {
+    "codemods/fake_not_detached_for_discriminator.py": 424, "codemods/graph_carried_across_iterations.py": 407,
+    "codemods/loss_accumulated_with_graph.py": 582, "codemods/separate_backward_through_shared_graph.py": 479,
+    "codemods/subgraph_built_before_loop.py": 481, "fixer/analysis/carried.py": 578, "fixer/analysis/gan_steps.py": 443,
+    "fixer/analysis/project.py": 580, "fixer/analysis/protocol.py": 401, "fixer/analysis/retained.py": 434,
+}
+
+
+def _imports_inside_functions(tree: ast.AST) -> int:
+    count = 0
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        nonlocal count
+        for child in ast.iter_child_nodes(node):
+            if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+                count += 1
+            visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return count
+
+
+def _parsed(folder: Path) -> dict[str, ast.Module]:
+    return {path.name: ast.parse(path.read_text()) for path in sorted(folder.glob("*.py"))}
+
+
+def test_imports_inside_analysis_functions_only_become_fewer():
+    found = {name: n for name, tree in _parsed(ANALYSIS).items() if (n := _imports_inside_functions(tree))}
+    grown = {name: (n, LAZY_IMPORTS.get(name, 0)) for name, n in found.items() if n > LAZY_IMPORTS.get(name, 0)}
+    assert not grown, f"imports inside functions added (now, allowed): {grown}"
+
+
+def test_the_analysis_reaches_into_the_engine_only_where_it_did():
+    engine = {name for name, tree in _parsed(ANALYSIS).items()
+              if any(isinstance(n, ast.ImportFrom) and n.module == "fixer.rule" for n in ast.walk(tree))}
+    assert engine <= ENGINE_IMPORTS, f"new imports of fixer.rule in the analysis: {sorted(engine - ENGINE_IMPORTS)}"
+
+
+def test_no_module_grows_past_400_lines():
+    lengths = {str(p.relative_to(ROOT)): p.read_text().count("\n") for folder in ("fixer", "codemods") for p in (ROOT / folder).rglob("*.py")}
+    over = {path: (n, LONG_MODULES.get(path, 400)) for path, n in lengths.items() if n > LONG_MODULES.get(path, 400)}
+    assert not over, f"modules over their allowance (lines, allowed): {over}"
+
+
+def test_top_level_imports_of_the_analysis_form_no_circle():
+    edges: dict[str, set[str]] = {}
+    for name, tree in _parsed(ANALYSIS).items():
+        edges[name[:-3]] = {
+            node.module.rsplit(".", 1)[1] for node in tree.body
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fixer.analysis.")
+        }
+    state: dict[str, int] = {}
+
+    def circle_from(module: str, path: list[str]) -> list[str]:
+        state[module] = 1
+        for other in sorted(edges.get(module, ())):
+            if state.get(other) == 1:
+                return path + [other]
+            if other not in state and (found := circle_from(other, path + [other])):
+                return found
+        state[module] = 2
+        return []
+
+    for module in sorted(edges):
+        if module not in state:
+            assert not (found := circle_from(module, [module])), f"import circle: {' -> '.join(found)}"
+
+
+def test_the_ratchet_counts_what_it_says():
+    tree = ast.parse("import a\ndef f():\n    import b\n    def g():\n        from c import d\nclass K:\n    def m(self):\n        import e\n")
+    assert _imports_inside_functions(tree) == 3
