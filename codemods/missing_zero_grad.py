@@ -3,9 +3,8 @@ Finds a training loop that calls `loss.backward()` and then `optimizer.step()` o
 iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
 `model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls; or a step
 function (or method) that does both and that this file calls only inside loops that clear
-nothing (`optimizer.zero_grad()` goes at its top). Also an
-`optimizer.step(closure)` (or `step(self.loss_func)`) on a torch optimizer whose closure calls
-backward() but clears no gradients.
+nothing (`optimizer.zero_grad()` goes at its top). Also an `optimizer.step(closure)` (or
+`step(self.loss_func)`) on a torch optimizer whose closure calls backward() but clears nothing.
 
 ## Why is this bad?
 `backward()` adds to `.grad`; it does not overwrite it. Without zeroing, the gradient applied at
@@ -38,11 +37,12 @@ The backward and the step may run in a function the loop calls (`train_step(mode
 project file): its events count as the loop's, with its parameters read as the arguments passed.
 When that function of this file runs the whole step (backward, then step), the fix clears the
 gradients at its top instead.
-Left alone: gradient accumulation (the step or the backward under a condition, or the step
-after the loop), `optimizer.step(closure)`, loops that zero gradients in any spelling or pass the
-optimizer or model to a helper that might, and backward calls through wrappers that manage
-gradients themselves (`accelerator.backward`, `self.manual_backward`, DeepSpeed engines), and
-closures passed to optimizers built outside `torch.optim` (SAM-style wrappers zero inside `step`).
+A step under a guard that holds on many iterations (`if torch.isfinite(norm):`) counts as one
+that runs every iteration. Left alone: gradient accumulation (the backward under a condition, a
+step that may run once per loop as `if i == len(loader) - 1:` or under a flag, the step after the
+loop), `optimizer.step(closure)`, loops that zero gradients in any spelling or pass the optimizer
+or model to a helper that might, backward calls through wrappers that manage gradients themselves
+(`accelerator.backward`, `self.manual_backward`, DeepSpeed engines), and closures passed to optimizers built outside `torch.optim` (SAM-style wrappers zero inside `step`).
 
 ## Fix safety
 Unsafe. Every step now applies only its own iteration's gradient instead of the running sum, so
@@ -61,20 +61,10 @@ from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
 from fixer.analysis.call_events import call_events, resolved_callee
 from fixer.analysis.passes import pass_body
+from fixer.analysis.recurring import runs_on_many_iterations
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
-from fixer.analysis.protocol import (
-    Event,
-    attached_start,
-    call_loops,
-    block_events,
-    is_docstring,
-    is_optimizer_construction,
-    is_plain_step,
-    optimizer_params,
-    optimizer_scopes,
-    scope_for,
-    zeroes_for,
-)
+from fixer.analysis.protocol import (Event, attached_start, call_loops, block_events, is_docstring, is_optimizer_construction,
+                                      is_plain_step, optimizer_params, optimizer_scopes, scope_for, zeroes_for)
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -172,8 +162,10 @@ class MissingZeroGrad(Rule):
             return
         reported: set[str] = set()
         for step in events:
-            if step.kind != "step" or step.conditional or step.owner in reported or step.index < first_backward:
+            if step.kind != "step" or step.owner in reported or step.index < first_backward:
                 continue
+            if step.conditional and (step.via is not None or not runs_on_many_iterations(ctx, step.call, loop)):
+                continue  # may run once per loop (or its guard says nothing)
             if not is_plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
                 continue
             if any(e.kind == "zero_grad" and e.via is not None and zeroes_for(ctx, e.owner or "", step.owner) is not False for e in events):
