@@ -1,7 +1,9 @@
 """## What it does
 Finds `optimizer.zero_grad()` (or `model.zero_grad()` on a model whose parameters the optimizer
 updates) that runs after `loss.backward()` (or Lightning's `self.manual_backward(loss)`) and
-before that optimizer's `step()`, in the same straight-line block; and gradient accumulation
+before that optimizer's `step()`, in the same straight-line block (the backward may run in a
+function of the project the block calls, or under a condition or in a loop: when it ran, the
+zero_grad wipes its gradients, and when it did not, clearing achieves nothing); and gradient accumulation
 whose `zero_grad()` runs every batch while the `step()` runs only under `if (i + 1) % k == 0:`,
 so each batch's zero_grad lands between the previous backward and the step.
 
@@ -82,8 +84,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 yield from self._check_block(ctx, scope, block)
 
     def _check_block(self, ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterator[Diagnostic]:
-        events = block_events(ctx, scope, block)
-        yield from self._check_accumulation(ctx, block, events)
+        yield from self._check_accumulation(ctx, block, block_events(ctx, scope, block))
+        events = block_events(ctx, scope, block, through_calls=True)  # a helper's backward fills .grad too
         for zero in events:
             if zero.kind != "zero_grad" or not zero.direct or zero.call.args or _keyword_other_than_set_to_none(zero.call):
                 continue
@@ -220,14 +222,16 @@ def _next_step(ctx: FileContext, events: list[Event], zero: Event) -> Optional[E
 
 
 def _previous_backward(events: list[Event], zero: Event, step: Optional[Event]) -> Optional[Event]:
-    """The last unconditional backward before ``zero`` with no step of the same optimizer between."""
+    """The last backward before ``zero`` with no step of the same optimizer between. One that may
+    not run counts too: the zero_grad after it wipes its gradients when it ran, and clears nothing
+    the step could use when it did not."""
     if step is None:
         return None
     found = None
     for event in events:
         if event.index >= zero.index:
             break
-        if event.kind == "backward" and not event.conditional and _fills_grads_now(event):
+        if event.kind == "backward" and _fills_grads_now(event):
             found = event
         elif event.kind == "step" and event.owner == step.owner:
             found = None
