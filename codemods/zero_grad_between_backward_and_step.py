@@ -5,7 +5,8 @@ before that optimizer's `step()`, in the same straight-line block (the backward 
 function of the project the block calls, or under a condition or in a loop: when it ran, the
 zero_grad wipes its gradients, and when it did not, clearing achieves nothing); and gradient accumulation
 whose `zero_grad()` runs every batch while the `step()` runs only under `if (i + 1) % k == 0:`,
-so each batch's zero_grad lands between the previous backward and the step.
+so each batch's zero_grad lands between the previous backward and the step (also when it is
+written at the end of the loop body, after the guarded step: it runs before the next batch's).
 
 ## Why is this bad?
 `backward()` fills `.grad`, `zero_grad()` clears it again, and `step()` then sees no gradients:
@@ -58,6 +59,7 @@ from fixer.analysis.protocol import (
     block_events,
     blocks,
     is_docstring,
+    is_loop_body,
     is_plain_step,
     movable,
     optimizer_params,
@@ -101,11 +103,14 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
     def _check_accumulation(self, ctx: FileContext, block: list[ast.stmt], events: list[Event]) -> Iterator[Diagnostic]:
         """``zero_grad(); loss.backward(); if (i + 1) % k == 0: step()`` run once per batch: the
-        zero_grad of the next batch lands between this backward and the step that accumulates."""
+        zero_grad of the next batch lands between this backward and the step that accumulates. In
+        a loop's body what comes before the zero_grad also comes after it, in the next pass
+        (``loss.backward(); if ...: step()`` then ``zero_grad()`` at the end of the body)."""
+        cyclic = is_loop_body(ctx, block)
         for zero in events:
             if zero.kind != "zero_grad" or not zero.direct or zero.conditional or zero.call.args or _keyword_other_than_set_to_none(zero.call):
                 continue
-            later = [e for e in events if e.index > zero.index]
+            later = [e for e in events if e.index > zero.index] + [e for e in events if cyclic and e.index < zero.index]
             if not any(e.kind == "step" and _accumulation_guard(block[e.index], e.call) and not is_pass_filter(ctx, block[e.index]) for e in later):
                 continue  # cheap structural gate before any ownership analysis; a shared guard runs on every selected pass
             if not any(e.kind == "backward" and not e.conditional and _fills_grads_now(e) for e in later):
@@ -114,15 +119,19 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 continue  # truncated backpropagation through time: each backward spans the window on purpose
             steps = [e for e in events if e.kind == "step" and zeroes_for(ctx, zero.owner, e.owner) is not False]
             zeros = [e for e in events if e.kind == "zero_grad" and e is not zero and zeroes_for(ctx, e.owner, zero.owner) is not False]
-            if len(steps) != 1 or zeros or steps[0].index <= zero.index or zeroes_for(ctx, zero.owner, steps[0].owner) is not True:
+            if len(steps) != 1 or zeros or steps[0].index == zero.index or zeroes_for(ctx, zero.owner, steps[0].owner) is not True:
+                continue
+            if steps[0].index < zero.index and not cyclic:
                 continue
             step = steps[0]
             guard = block[step.index]
             if not _accumulation_guard(guard, step.call) or not is_plain_step(step):
                 continue
-            first = min(e.index for e in later if e.kind == "backward")
+            first = min((e.index for e in later if e.kind == "backward" and e.index < step.index), default=None)
+            if first is None or any(e.kind == "backward" and e.index == step.index for e in events):
+                continue  # the guard backpropagates before its step: the step uses that, not an accumulated sum
             objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
-            if any(touches_grads(ctx, stmt, objects) for stmt in block[first + 1 : step.index]):
+            if any(touches_grads(ctx, stmt, objects) for stmt in block[first + 1 : step.index] if stmt is not block[zero.index]):
                 continue
             yield self._report_accumulation(ctx, block, zero, step, guard)
 
