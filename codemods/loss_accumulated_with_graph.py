@@ -11,8 +11,9 @@ backpropagated itself. A LightningModule's `training_step` counts as such a loop
 backpropagates the loss it returns, so such a file is read even with no backward in its text):
 `self.training_step_outputs.append(loss)`. Also a
 validation loop without `torch.no_grad()` (`val_loss += loss`) in a function whose own backward
-shows that gradients are recorded, when that function never switches the grad mode and the total
-is only printed, logged or turned into a number.
+shows that gradients are recorded, or whose callers all run recording them (no `torch.no_grad()`
+around any call), when that function never switches the grad mode and the total is only printed,
+logged, turned into a number, or returned to callers that only read numbers from it.
 
 Only values proven to carry a graph count: a call of a function or method of the project is judged by
 what it returns (`self.update_model()` returning `loss.item()` is a number, whatever its name), a call
@@ -63,6 +64,9 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.grad_mode import records_gradients, switches_grad_mode
+from fixer.analysis.graph_reuse import inside
+from fixer.analysis.reported import TERMINAL_CALLS, TERMINAL_METHODS, only_reported
 from fixer.analysis.held_values import held_name
 from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
@@ -109,8 +113,9 @@ class LossAccumulatedWithGraph(Rule):
 
     def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
         framework_step = _framework_training_step(scope)
-        if not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx)):
-            return  # nothing in this scope backpropagates
+        evaluation_only = not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx))
+        if evaluation_only and not (any(_accumulation(n) for n in scope_nodes(scope)) and records_gradients(ctx, scope)):
+            return  # nothing here backpropagates, and no evaluation loop runs recording gradients
         graph = facts(ctx, scope)
         for node in scope_nodes(scope):
             found = _accumulation(node, graph)
@@ -123,7 +128,11 @@ class LossAccumulatedWithGraph(Rule):
             if _escapes(ctx, scope, graph, accumulator) and _differentiable_gradient(ctx, graph, value, stmt):
                 continue  # a returned sum of create_graph=True gradients is meant to be backpropagated
             iteration = _iteration(ctx, scope, stmt)
-            if _frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
+            if evaluation_only and not _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
+                continue
+            if evaluation_only:
+                evaluation = True
+            elif _frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
                 evaluation = False
             elif _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
                 evaluation = True
@@ -191,7 +200,7 @@ def _logged_record(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return None
     iteration = _iteration(ctx, scope, at)  # a loop's pass, or a step function's call
-    if iteration is not scope.node and not _inside(ctx, stmt, iteration) or (stmt.lineno, stmt.col_offset) > (at.lineno, at.col_offset):
+    if iteration is not scope.node and not inside(ctx, stmt, iteration) or (stmt.lineno, stmt.col_offset) > (at.lineno, at.col_offset):
         return None
     reads = [n for n in scope_nodes(scope) if isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Load) and n is not value]
     return record if all(_returned_for_numbers(ctx, scope, n) for n in reads) else None
@@ -307,17 +316,13 @@ def _iteration(ctx: FileContext, scope: Scope, stmt: ast.stmt) -> ast.AST:
     return loops[0] if loops else scope.node
 
 
-def _inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
-    return any(parent is container for parent in ctx.ancestors(node))
-
-
 def _outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str) -> bool:
     """The total is created outside the innermost loop (or is an attribute of ``self`` not reset
     earlier in the method), so it carries values from one iteration into the next."""
     loops = enclosing_loops(ctx, stmt, scope)
     own = [s for s, _ in graph.assignments.get(accumulator, []) if s is not stmt and not _is_accumulation_of(s, accumulator)]
     if loops:
-        if not any(s for s in own if _inside(ctx, s, loops[0])):
+        if not any(s for s in own if inside(ctx, s, loops[0])):
             return True
         return False
     head = accumulator.split(".")[0]
@@ -378,7 +383,7 @@ def _frees_graphs_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     a quantity meant to be differentiated again, not the iteration's backward."""
     if not backpropagates_in(ctx, scope, region):
         return False
-    calls = [c for c in backward_calls(ctx, scope) if region is scope.node or _inside(ctx, c.node, region)]
+    calls = [c for c in backward_calls(ctx, scope) if region is scope.node or inside(ctx, c.node, region)]
     return not calls or any(c.kind != "autograd.grad" or c.flag("create_graph") is False for c in calls)
 
 
@@ -480,63 +485,26 @@ def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator:
     return True
 
 
-GRAD_MODE_TEXT = re.compile(r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?")
-TERMINAL_CALLS = frozenset({"print", "float", "round", "str", "format", "len", "repr", "int"})
-TERMINAL_METHODS = frozenset({"item", "tolist", "numpy", "log", "info", "debug", "add_scalar", "add_scalars", "set_postfix", "set_description", "write", "format", "append"})
 
 
 def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str, value: ast.expr) -> bool:
-    """``val_loss += loss`` in a loop that does not backpropagate, in a function whose own backward
-    (or a call of a step function that backpropagates on every call) proves gradients are recorded (and that never changes the grad mode), when the total is a local
-    that is only printed, logged or turned into a number: each batch's graph lives until the loop ends."""
+    """``val_loss += loss`` in a loop that does not backpropagate, in a function that records gradients (its own backward, a
+    step function's, or its callers': grad_mode) and never switches the mode, when the total is a local only printed, logged,
+    turned into a number or returned to callers that do so: each batch's graph lives until the loop ends."""
     training = backward_calls(ctx, scope) + training_calls(ctx, scope)  # its own backward, or a step function's
     if "." in accumulator or not enclosing_loops(ctx, stmt, scope):
         return False
-    if not any(not under_no_grad(ctx, call.node) for call in training):
+    if switches_grad_mode(ctx, scope):
+        return False  # the function switches gradient recording itself
+    if not any(not under_no_grad(ctx, call.node) for call in training) and not records_gradients(ctx, scope):
         return False  # nothing shows that this function runs with gradients on
     if not graph.carries_graph(value, stmt):
         return False
-    if ctx.mentions(scope.node, GRAD_MODE_TEXT) and any(
-        GRAD_MODE_TEXT.fullmatch(getattr(n, "attr", None) or getattr(n, "id", "") or "") for n in scope_nodes(scope)
-    ):
-        return False  # the function switches gradient recording itself
     if isinstance(scope.node, ast.Module) and any(
         isinstance(n, ast.Name) and n.id == accumulator for other in scopes(ctx) if other.node is not scope.node for n in scope_nodes(other)
     ):
         return False  # a function of this module reads the total
-    return _only_reported(ctx, scope, graph, accumulator, stmt, depth=2)
-
-
-def _only_reported(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str, accumulation: ast.stmt, depth: int) -> bool:
-    """Every read of ``name`` (outside its own accumulation) ends in a print, a log, a number."""
-    for node in scope_nodes(scope):
-        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
-            continue
-        if _inside(ctx, node, accumulation) or _is_accumulation_of(ctx.statement_of(node), name):
-            continue
-        child, parent = node, ctx.parent(node)
-        while isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.FormattedValue, ast.UnaryOp)):
-            child, parent = parent, ctx.parent(parent)
-        if isinstance(parent, ast.Call) and child is not parent.func:
-            callee = parent.func
-            if isinstance(callee, ast.Name) and callee.id in TERMINAL_CALLS:
-                continue
-            if isinstance(callee, ast.Attribute) and callee.attr in TERMINAL_METHODS - {"item", "tolist", "numpy"}:
-                if callee.attr != "append" or _local_list(graph, callee.value):
-                    continue
-            return False
-        if isinstance(parent, ast.Attribute) and parent.attr in ("item", "tolist", "numpy") and child is parent.value:
-            continue
-        if isinstance(parent, ast.Assign) and depth and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-            if _only_reported(ctx, scope, graph, parent.targets[0].id, parent, depth - 1):
-                continue
-        return False
-    return True
-
-
-def _local_list(graph: GraphFacts, receiver: ast.expr) -> bool:
-    defs = graph.assignments.get(dotted(receiver) or "", [])
-    return bool(defs) and all(isinstance(v, ast.List) and not v.elts for _, v in defs)
+    return only_reported(ctx, scope, graph, accumulator, stmt, 2, _is_accumulation_of)
 
 
 def _instance_method(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[Scope]:

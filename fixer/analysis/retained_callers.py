@@ -15,6 +15,7 @@ import re
 from typing import Iterator, Optional
 
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.names import value_names
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
@@ -137,10 +138,17 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
             elif cls is not None and isinstance(node, ast.Attribute) and node.attr == function:
                 receiver = node.value
-                if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls):
+                if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls) \
+                        and not _the_class(ctx, receiver, cls):
                     continue  # another object's method of the same name
                 parent = ctx.parent(node)
                 yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
+
+
+def _the_class(ctx: FileContext, receiver: ast.Name, cls: ast.ClassDef) -> bool:
+    """``receiver`` is the class itself (``Trainer.evaluate(...)``: a static or class method): its
+    name, which the file binds to no value."""
+    return receiver.id == cls.name and receiver.id not in value_names(ctx)
 
 
 def word_counts(ctx: FileContext) -> "collections.Counter[str]":

@@ -17,7 +17,7 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
 from fixer.analysis.retained_callers import call_sites
-from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, is_static, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -151,7 +151,7 @@ def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bo
 
     def compute() -> bool:
         node = scope.node
-        if scope.self_name or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+        if scope.self_name or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list and not is_static(node):
             return False
         sites = list(call_sites(ctx, scope))
         if not sites:

@@ -33,11 +33,16 @@ class Scope:
 
     @property
     def self_name(self) -> Optional[str]:
-        """Name of the first parameter of a method (usually ``self``)."""
-        if self.class_node is None or isinstance(self.node, ast.Module):
+        """Name of the first parameter of a method (usually ``self``); a static method has none."""
+        if self.class_node is None or isinstance(self.node, ast.Module) or is_static(self.node):
             return None
         args = self.node.args.posonlyargs + self.node.args.args
         return args[0].arg if args else None
+
+
+def is_static(node: ast.AST) -> bool:
+    """A ``@staticmethod``: a plain function kept in a class."""
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in getattr(node, "decorator_list", ()))
 
 
 @dataclass
@@ -165,7 +170,7 @@ def is_self_attribute(ctx: FileContext, node: ast.expr) -> bool:
         parent = ctx.parent(parent)
     if not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(ctx.parent(parent), ast.ClassDef):
         return False
-    if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in parent.decorator_list):
+    if is_static(parent):
         return False
     args = parent.args.posonlyargs + parent.args.args
     return bool(args) and args[0].arg == node.value.id
