@@ -55,7 +55,7 @@ class Session:
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.recorder.stop()
-        ended = kind is None or (kind is SystemExit and getattr(exc, "code", None) in (0, None))
+        ended = kind is None or (isinstance(exc, SystemExit) and exc.code in (0, None))
         for detector in self.detectors:
             try:
                 found = detector.findings + detector.finish(self.whole_program and ended)
