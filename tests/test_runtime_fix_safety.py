@@ -95,13 +95,13 @@ def test_a_re_run_past_its_time_limit_proves_nothing(tmp_path: Path) -> None:
     path = write(tmp_path / "train.py", FOREVER)
     before = path.read_bytes()
     began = time.monotonic()
-    result = graphfix_run("--fix", "--rerun-timeout", "5", "train.py", cwd=tmp_path, env=environment(tmp_path), timeout=200)
+    result = graphfix_run("--fix", "--rerun-timeout", "20", "train.py", cwd=tmp_path, env=environment(tmp_path), timeout=200)
     assert result.returncode == 1, result.stderr
     assert path.read_bytes() == before
-    assert "the fix is not kept, the files are as they were: the re-run did not end within 5 s" in result.stderr
+    assert "the fix is not kept, the files are as they were: the re-run did not end within 20 s" in result.stderr
     assert time.monotonic() - began < 150
-    rerun = int((tmp_path / "starts").read_text().split()[1])
-    assert not alive(rerun)
+    first, *rerun = map(int, (tmp_path / "starts").read_text().split())  # (a slow machine: the re-run may not have begun)
+    assert not any(map(alive, rerun))
 
 
 def test_program_that_changes_folder_is_re_run_from_where_it_started(tmp_path: Path) -> None:
