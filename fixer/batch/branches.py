@@ -63,6 +63,9 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
         return "skipped: not a git repository"
     if not changes:
         return "no fixes: no branch"
+    stranger = _foreign_git_file(root)
+    if stranger:
+        return f"skipped: its .git file names {stranger}, a repository that does not point back to this folder"
     head = _maybe(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
     if head is None:
         return "skipped: no commit yet"
@@ -86,6 +89,36 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
     git(root, "update-ref", "-m", "graphfix --branch", f"refs/heads/{name}", commit, "")  # "": must not exist yet
     left = f"; {len(changes) - len(tracked)} untracked file(s) left out" if len(tracked) < len(changes) else ""
     return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){left}"
+
+
+def _foreign_git_file(root: str) -> Optional[str]:
+    """For a ``.git`` file (``gitdir: X``), the repository X when X does not belong to ``root``.
+    A linked worktree's X names it back (``X/gitdir``), and so does a submodule's (its
+    ``core.worktree``); a copied folder with a stale or hostile ``.git`` file does not, and git
+    would write the branch into X, a repository nobody named."""
+    dot_git = os.path.join(root, ".git")
+    if not os.path.isfile(dot_git):
+        return None
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            named = handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return dot_git
+    if not named.startswith("gitdir:"):
+        return dot_git
+    gitdir = os.path.join(root, named[len("gitdir:"):].strip())
+    here = os.path.realpath(root)
+    try:
+        with open(os.path.join(gitdir, "gitdir"), encoding="utf-8") as handle:  # a linked worktree
+            back = os.path.join(gitdir, handle.read().strip())
+        if os.path.realpath(os.path.dirname(back)) == here:
+            return None
+    except (OSError, UnicodeDecodeError):
+        pass
+    worktree = _maybe(gitdir, "config", "--file", os.path.join(gitdir, "config"), "--get", "core.worktree")
+    if worktree is not None and os.path.realpath(os.path.join(gitdir, worktree)) == here:  # a submodule
+        return None
+    return os.path.realpath(gitdir)
 
 
 def _maybe(root: str, *args: str) -> Optional[str]:
