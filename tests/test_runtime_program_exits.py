@@ -112,3 +112,10 @@ def test_double_dash_ends_graphfixs_options_before_a_script(tmp_path: Path) -> N
     result = graphfix_run(tmp_path, "import sys\nprint(sys.argv[1:])\n", "--", "train.py", "--max-steps", "1")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "['--max-steps', '1']\n"
+
+
+def test_argv_zero_is_the_script_as_typed(tmp_path: Path) -> None:
+    text = "import os, sys\nprint(sys.argv, __file__ == os.path.abspath('train.py'))\n"
+    result = graphfix_run(tmp_path, text, "train.py", "x")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "['train.py', 'x'] True\n"  # as `python train.py x` prints it

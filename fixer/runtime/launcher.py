@@ -7,6 +7,7 @@ import os
 import runpy
 import sys
 import traceback
+import types
 from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
@@ -46,7 +47,9 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
         with session, program_exit_as_exception():
             if module:
                 names = runpy.run_module(target, run_name="__main__", alter_sys=True)
-            else:
+            elif os.path.isfile(target):
+                names = _run_script(target)
+            else:  # a folder or zip file holding __main__.py
                 names = runpy.run_path(os.path.abspath(target), run_name="__main__")
             session.recorder.program_globals = names  # the leak sampler's last look
     except StopRun:
@@ -64,6 +67,24 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
 
 
 stop_at(execute.__code__)  # the stack walks of every recorded op end here
+
+
+def _run_script(target: str) -> dict:
+    """As ``python SCRIPT`` runs it: ``sys.argv[0]`` as typed (runpy would make it absolute),
+    ``__file__`` and the code's file name absolute, as Python 3.9+ gives them. The globals."""
+    path = os.path.abspath(target)
+    with open(path, "rb") as handle:  # (compile reads the coding cookie)
+        code = compile(handle.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __loader__=None, __spec__=None, __package__=None)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    return main.__dict__
 
 
 def _exit_code(code: object, stderr: TextIO) -> int:
