@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from tests.test_batch import IDENTITY, repos
-from tests.test_discovery import BUGGY, CLEAN, git, graphfix, write
+from tests.test_discovery import BUGGY, CLEAN, FIXED, git, graphfix, write
 
 UNSAFE = (Path(__file__).resolve().parent.parent / "fixtures/repeated_backward").glob("*.before.py")
 
@@ -76,3 +76,18 @@ def test_a_patch_left_by_an_earlier_run_is_named(tmp_path):
     (top / "a" / "nb.ipynb").unlink()
     out = graphfix("--patch-dir", "patches", "--repos-in", "repos", cwd=tmp_path)
     assert b"a.patch is left from an earlier run, not written by this one" in out.stderr, out
+
+
+def test_a_repository_checked_out_with_crlf_line_endings_gets_its_branch(tmp_path):
+    top = repos(tmp_path)
+    a = top / "a"
+    (a / ".gitattributes").write_text("*.py text eol=crlf\n")
+    git("add", ".gitattributes", cwd=a)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "crlf", cwd=a)
+    for name in ("train.py", "pkg/loop.py"):
+        (a / name).unlink()
+    git("checkout", "--", ".", cwd=a)
+    assert (a / "train.py").read_bytes().count(b"\r\n") > 0 and git("status", "--porcelain", cwd=a) == ""
+    out = graphfix("--branch", "fixes", "repos/a", cwd=tmp_path, env=IDENTITY)
+    assert b"repos/a: branch fixes (" in out.stderr, out
+    assert git("show", "fixes:train.py", cwd=a) == FIXED  # stored as git stores it: LF

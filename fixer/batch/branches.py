@@ -81,8 +81,10 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
     with tempfile.TemporaryDirectory(prefix="graphfix-index-") as folder:
         index = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
         git(root, "read-tree", head, env=index)
+        converted = _eol_converted(root, [change.name for change in tracked])
         for change in tracked:
-            blob = git(root, "hash-object", "-w", "--no-filters", "--stdin", data=change.fixed).decode().strip()
+            data = change.fixed.replace(b"\r\n", b"\n") if change.name in converted else change.fixed  # as git stores it
+            blob = git(root, "hash-object", "-w", "--no-filters", "--stdin", data=data).decode().strip()
             git(root, "update-index", "--cacheinfo", f"{modes[change.name]},{blob},{change.name}", env=index)
         tree = git(root, "write-tree", env=index).decode().strip()
     commit = git(root, "commit-tree", tree, "-p", head, "--no-gpg-sign", "-F", "-", data=message.encode()).decode().strip()
@@ -149,12 +151,38 @@ def _dirty(root: str) -> list[str]:
         mode, blob = info.split()[:2]
         name = os.fsdecode(path)
         if mode != b"160000" and _worktree_blob(os.path.join(root, name), mode.decode(), algorithm) != blob.decode():
-            modified.append(name)
+            modified.append((name, mode.decode(), blob.decode()))
+    converted = _eol_converted(root, [name for name, _, _ in modified])
+    modified = [
+        name for name, mode, blob in modified
+        if name not in converted or _worktree_blob(os.path.join(root, name), mode, algorithm, lf=True) != blob
+    ]
     return sorted({os.fsdecode(p) for p in staged + untracked if p} | set(modified))
 
 
-def _worktree_blob(path: str, mode: str, algorithm: str) -> Optional[str]:
-    """The blob id git would give the working-tree file (None: missing, or another kind or mode)."""
+def _eol_converted(root: str, names: list[str]) -> set[str]:
+    """Those of ``names`` whose line endings git converts on the way in (``text``/``eol`` in
+    ``.gitattributes``, or ``core.autocrlf``): git hashes such a file with CRLF made LF. Asked
+    of ``check-attr`` and ``config``, which run no filter and no hook."""
+    if not names:
+        return set()
+    autocrlf = (_maybe(root, "config", "--get", "core.autocrlf") or "false").lower() in ("true", "input")
+    listing = git(root, "check-attr", "-z", "--stdin", "text", "eol", data=b"".join(os.fsencode(n) + b"\0" for n in names))
+    fields = listing.split(b"\0")
+    attributes: dict[str, dict[bytes, bytes]] = {}
+    for index in range(0, len(fields) - 2, 3):  # path, attribute, value
+        attributes.setdefault(os.fsdecode(fields[index]), {})[fields[index + 1]] = fields[index + 2]
+    converted = set()
+    for path, found in attributes.items():
+        text, eol = found.get(b"text", b"unspecified"), found.get(b"eol", b"unspecified")
+        if text != b"unset" and (text in (b"set", b"auto") or eol in (b"crlf", b"lf") or (text == b"unspecified" and autocrlf)):
+            converted.add(path)
+    return converted
+
+
+def _worktree_blob(path: str, mode: str, algorithm: str, lf: bool = False) -> Optional[str]:
+    """The blob id git would give the working-tree file (None: missing, or another kind or
+    mode); ``lf``: with its CRLF line endings made LF, as git's eol conversion does."""
     try:
         info = os.lstat(path)
         if mode == "120000":
@@ -168,6 +196,8 @@ def _worktree_blob(path: str, mode: str, algorithm: str) -> Optional[str]:
         return None
     if data is None:
         return None
+    if lf:
+        data = data.replace(b"\r\n", b"\n")
     digest = hashlib.new(algorithm)
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
