@@ -91,3 +91,16 @@ def test_a_repository_checked_out_with_crlf_line_endings_gets_its_branch(tmp_pat
     out = graphfix("--branch", "fixes", "repos/a", cwd=tmp_path, env=IDENTITY)
     assert b"repos/a: branch fixes (" in out.stderr, out
     assert git("show", "fixes:train.py", cwd=a) == FIXED  # stored as git stores it: LF
+
+
+def test_files_of_a_submodule_are_not_called_untracked(tmp_path):
+    write(tmp_path, {"sub/loop.py": BUGGY, "super/train.py": BUGGY})
+    for name in ("sub", "super"):
+        git("init", "-q", "-b", "main", cwd=tmp_path / name)
+        git("add", ".", cwd=tmp_path / name)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start", cwd=tmp_path / name)
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(tmp_path / "sub"), "sub", cwd=tmp_path / "super")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "sub", cwd=tmp_path / "super")
+    out = graphfix("--branch", "fixes", "super", cwd=tmp_path, env=IDENTITY)
+    assert b": 1 file(s); 1 file(s) of a submodule left out" in out.stderr, out
+    assert b"untracked" not in out.stderr

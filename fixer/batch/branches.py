@@ -89,8 +89,19 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
         tree = git(root, "write-tree", env=index).decode().strip()
     commit = git(root, "commit-tree", tree, "-p", head, "--no-gpg-sign", "-F", "-", data=message.encode()).decode().strip()
     git(root, "update-ref", "-m", "graphfix --branch", f"refs/heads/{name}", commit, "")  # "": must not exist yet
-    left = f"; {len(changes) - len(tracked)} untracked file(s) left out" if len(tracked) < len(changes) else ""
-    return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){left}"
+    return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){_left_out(changes, modes)}"
+
+
+def _left_out(changes: Sequence[Change], modes: dict[str, str]) -> str:
+    """The fixed files the commit leaves out: inside a submodule (tracked by its own
+    repository, which gets no branch here), or untracked."""
+    submodules = [path + "/" for path, mode in modes.items() if mode == "160000"]
+    outside = [change.name for change in changes if change.name not in modes]
+    inside = sum(any(name.startswith(folder) for folder in submodules) for name in outside)
+    words = [f"{inside} file(s) of a submodule", f"{len(outside) - inside} untracked file(s)"]
+    counts = (inside, len(outside) - inside)
+    said = " and ".join(w for w, n in zip(words, counts) if n)
+    return f"; {said} left out" if said else ""
 
 
 def _foreign_git_file(root: str) -> Optional[str]:
