@@ -119,3 +119,11 @@ def test_argv_zero_is_the_script_as_typed(tmp_path: Path) -> None:
     result = graphfix_run(tmp_path, text, "train.py", "x")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "['train.py', 'x'] True\n"  # as `python train.py x` prints it
+
+
+def test_a_torch_warning_names_the_programs_line(tmp_path: Path) -> None:
+    text = "import torch\nx = torch.ones(3, requires_grad=True)\ny = (x * 2).sum()\nprint(y.grad)\n"
+    result = graphfix_run(tmp_path, text, "train.py")
+    assert result.returncode == 0, result.stderr
+    assert "train.py:4: UserWarning: The .grad attribute of a Tensor that is not a leaf" in result.stderr, result.stderr
+    assert "recorder.py" not in result.stderr

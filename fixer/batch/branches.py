@@ -128,7 +128,7 @@ def _foreign_git_file(root: str) -> Optional[str]:
             return None
     except (OSError, UnicodeDecodeError):
         pass
-    worktree = _maybe(gitdir, "config", "--file", os.path.join(gitdir, "config"), "--get", "core.worktree")
+    worktree = _maybe(root, "config", "--file", os.path.join(gitdir, "config"), "--get", "core.worktree")
     if worktree is not None and os.path.realpath(os.path.join(gitdir, worktree)) == here:  # a submodule
         return None
     return os.path.realpath(gitdir)
