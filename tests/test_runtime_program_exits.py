@@ -127,3 +127,34 @@ def test_a_torch_warning_names_the_programs_line(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "train.py:4: UserWarning: The .grad attribute of a Tensor that is not a leaf" in result.stderr, result.stderr
     assert "recorder.py" not in result.stderr
+
+
+def test_watch_releases_an_insisting_stop_and_the_callers_tracer(capsys) -> None:
+    import graphfix
+    import torch
+
+    lines = []
+
+    def tracer(frame, event, arg):  # a debugger's or coverage's
+        lines.append(event)
+        return tracer
+
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    retries = 0
+    sys.settrace(tracer)
+    try:
+        with graphfix.watch(max_steps=2):
+            while retries < 50:
+                try:
+                    opt.zero_grad(); model(torch.ones(2)).sum().backward(); opt.step()
+                except BaseException:
+                    retries += 1
+                    continue
+        lines.clear()
+        after = (lambda: "ran on")()  # the frame that watched goes on; its tracer traces the call
+        seen = list(lines)
+    finally:
+        sys.settrace(None)
+    assert retries == 1, "the stop was swallowed again and again"
+    assert after == "ran on" and "call" in seen

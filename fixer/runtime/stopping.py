@@ -21,11 +21,12 @@ class StopRun(BaseException):
 
 
 _previous: list[Any] = []  # the trace function the program had before the stop insisted
+_frames: list[tuple[FrameType, Any, bool]] = []  # frames given our trace: (frame, its own, its f_trace_lines)
 
 
 def _raise_in_user_code(frame: FrameType, event: str, arg: Any) -> Optional[Any]:
-    if not is_user_code(frame.f_code):
-        return None  # graphfix's and the libraries' own lines run undisturbed
+    if not _previous or not is_user_code(frame.f_code):
+        return None  # released; or graphfix's and the libraries' own lines, which run undisturbed
     if event == "line":
         raise StopRun("--max-steps")
     return _raise_in_user_code
@@ -38,13 +39,16 @@ def insist() -> None:
     sys.settrace(_raise_in_user_code)
     frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None:  # frames already running trace only when told to
-        if is_user_code(frame.f_code):
-            frame.f_trace = _raise_in_user_code
-            frame.f_trace_lines = True
+        if is_user_code(frame.f_code) and frame.f_trace is not _raise_in_user_code:
+            _frames.append((frame, frame.f_trace, frame.f_trace_lines))
+            frame.f_trace, frame.f_trace_lines = _raise_in_user_code, True
         frame = frame.f_back
 
 
 def release() -> None:
-    """The run has ended: the program's own trace function (if any) is back."""
+    """The run has ended: the program's own trace functions (a debugger's, coverage's) are back."""
     if _previous:
         sys.settrace(_previous.pop())
+    while _frames:
+        frame, trace, lines = _frames.pop()
+        frame.f_trace, frame.f_trace_lines = trace, lines
