@@ -44,6 +44,8 @@ def test_commit_marks_an_unsafe_fix_as_unsafe(tmp_path):
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start", cwd=tmp_path / "r")
     out = graphfix("--unsafe-fixes", "--branch", "fixes", "r", cwd=tmp_path, env=IDENTITY)
     assert b"branch fixes (" in out.stderr, out
+    found = int(out.stderr.split(b"graphfix: ")[-1].split(b" finding(s)")[0])
+    assert f"{found} finding(s) ({found} fixable with --fix)".encode() in out.stderr, out.stderr  # all were committed
     message = git("log", "-1", "--format=%B", "fixes", cwd=tmp_path / "r")
     findings = [line for line in message.splitlines() if line.startswith("- ")]
     assert findings and all(" [-] " in line for line in findings), message
