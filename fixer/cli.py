@@ -19,7 +19,7 @@ import typer
 
 from fixer import __version__
 from fixer.batch import branches, report
-from fixer.batch.deliver import deliver, print_grouped
+from fixer.batch.deliver import deliver, print_grouped, usable_outputs
 from fixer.batch.progress import Progress
 from fixer.batch.units import UnitError, repositories
 from fixer.batch.work import plan
@@ -193,6 +193,8 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
         repos = repositories(paths, repos_in, repos_from) if batch else None
     except UnitError as exc:
         _usage(str(exc))
+    if batch and (problem := usable_outputs(patch_dir, report_file)):
+        _usage(problem)
     cluster = _cluster(scheduler) if scheduler else None
     work = plan(paths, repos, tree, exclude, tree.flags.respect_gitignore)
     for problem in work.problems:
@@ -225,11 +227,6 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
         code = reporting.report(results, unsafe, diff, fix, fmt, quiet, len(repos) if repos is not None else None)
     failed = False
     if batch:
-        if patch_dir:
-            try:
-                os.makedirs(patch_dir, exist_ok=True)
-            except OSError as exc:
-                _usage(f"--patch-dir {patch_dir}: {exc.strerror or exc}")
         summaries, failed = deliver(repos, results, owners, fix=fix, unsafe=unsafe, patch_dir=patch_dir, branch=branch, say=_err)
         if report_file:
             mode = "fix" if fix else "branch" if branch else "patch" if patch_dir else "diff" if diff else "check"

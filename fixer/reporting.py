@@ -108,5 +108,6 @@ def summary(results: list[FileResult], changed: list[FileResult], unsafe_on: boo
         return f"graphfix: {verb} {len(changed)} file(s); {remaining} finding(s) remaining{kept}; {len(results)} file(s) scanned, {checked} analysed{tail}"
     safe = sum(1 for d in found if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in found if d.fix and d.fix.applicability.value == "unsafe")
-    hint = f" ({safe} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not unsafe_on else "") + ")" if safe or unsafe else ""
+    fixable = safe + unsafe if unsafe_on else safe  # --unsafe-fixes given: its fixes are fixable too
+    hint = f" ({fixable} fixable with --fix" + (f", {unsafe} more with --unsafe-fixes" if unsafe and not unsafe_on else "") + ")" if safe or unsafe else ""
     return f"graphfix: {len(found)} finding(s){hint}; {len(results)} file(s) scanned, {checked} analysed{tail}"

@@ -21,6 +21,22 @@ def create(folder: str) -> tuple[int, str]:
     return tempfile.mkstemp(dir=folder, prefix=f"{PREFIX}{os.getpid()}-", suffix=".tmp")
 
 
+def write_whole(path: str, data: bytes) -> None:
+    """Create or replace the file at ``path`` (a patch, a report): written to a temporary file
+    beside it, flushed to disk, renamed over it, so that it is never seen half-written. Raises
+    OSError."""
+    fd, temp = create(os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # gone after a successful rename
+
+
 def remove_stale(folder: str) -> None:
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:

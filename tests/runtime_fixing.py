@@ -12,6 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+# One iteration of a loop carrying ``h`` through ``ops["step"]``, a call static analysis cannot
+# see into: the run fails at the second iteration (GF101) and the fix detaches ``h``. Unindented.
+CARRIED_ITERATION = """\
+x = torch.randn(4)
+h = ops["step"](x, h)
+loss = h.pow(2).sum()
+opt.zero_grad()
+loss.backward()
+opt.step()
+"""
+
 
 @dataclass(frozen=True)
 class Fixed:

@@ -18,7 +18,7 @@ pytest.importorskip("torch", reason="graphfix run executes the programs, which n
 
 from tests.execution import _init_worker
 from tests.fixture_cases import discover
-from tests.runtime_fixing import Fixed, fix_program
+from tests.runtime_fixing import CARRIED_ITERATION, Fixed, fix_program
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = (
@@ -87,12 +87,7 @@ OPAQUE_CARRIED = """\
     ops = {"step": lambda x, h: torch.tanh(cell(x) + h)}
     h = torch.zeros(4)
     for i in range(3):
-        x = torch.randn(4)
-        h = ops["step"](x, h)
-        loss = h.pow(2).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+""" + textwrap.indent(CARRIED_ITERATION, " " * 8) + """\
         print("step", i){tail}
 """
 

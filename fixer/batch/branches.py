@@ -63,6 +63,9 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
         return "skipped: not a git repository"
     if not changes:
         return "no fixes: no branch"
+    stranger = _foreign_git_file(root)
+    if stranger:
+        return f"skipped: its .git file names {stranger}, a repository that does not point back to this folder"
     head = _maybe(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
     if head is None:
         return "skipped: no commit yet"
@@ -78,14 +81,57 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
     with tempfile.TemporaryDirectory(prefix="graphfix-index-") as folder:
         index = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
         git(root, "read-tree", head, env=index)
+        converted = _eol_converted(root, [change.name for change in tracked])
         for change in tracked:
-            blob = git(root, "hash-object", "-w", "--no-filters", "--stdin", data=change.fixed).decode().strip()
+            data = change.fixed.replace(b"\r\n", b"\n") if change.name in converted else change.fixed  # as git stores it
+            blob = git(root, "hash-object", "-w", "--no-filters", "--stdin", data=data).decode().strip()
             git(root, "update-index", "--cacheinfo", f"{modes[change.name]},{blob},{change.name}", env=index)
         tree = git(root, "write-tree", env=index).decode().strip()
     commit = git(root, "commit-tree", tree, "-p", head, "--no-gpg-sign", "-F", "-", data=message.encode()).decode().strip()
     git(root, "update-ref", "-m", "graphfix --branch", f"refs/heads/{name}", commit, "")  # "": must not exist yet
-    left = f"; {len(changes) - len(tracked)} untracked file(s) left out" if len(tracked) < len(changes) else ""
-    return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){left}"
+    return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){_left_out(changes, modes)}"
+
+
+def _left_out(changes: Sequence[Change], modes: dict[str, str]) -> str:
+    """The fixed files the commit leaves out: inside a submodule (tracked by its own
+    repository, which gets no branch here), or untracked."""
+    submodules = [path + "/" for path, mode in modes.items() if mode == "160000"]
+    outside = [change.name for change in changes if change.name not in modes]
+    inside = sum(any(name.startswith(folder) for folder in submodules) for name in outside)
+    words = [f"{inside} file(s) of a submodule", f"{len(outside) - inside} untracked file(s)"]
+    counts = (inside, len(outside) - inside)
+    said = " and ".join(w for w, n in zip(words, counts) if n)
+    return f"; {said} left out" if said else ""
+
+
+def _foreign_git_file(root: str) -> Optional[str]:
+    """For a ``.git`` file (``gitdir: X``), the repository X when X does not belong to ``root``.
+    A linked worktree's X names it back (``X/gitdir``), and so does a submodule's (its
+    ``core.worktree``); a copied folder with a stale or hostile ``.git`` file does not, and git
+    would write the branch into X, a repository nobody named."""
+    dot_git = os.path.join(root, ".git")
+    if not os.path.isfile(dot_git):
+        return None
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            named = handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return dot_git
+    if not named.startswith("gitdir:"):
+        return dot_git
+    gitdir = os.path.join(root, named[len("gitdir:"):].strip())
+    here = os.path.realpath(root)
+    try:
+        with open(os.path.join(gitdir, "gitdir"), encoding="utf-8") as handle:  # a linked worktree
+            back = os.path.join(gitdir, handle.read().strip())
+        if os.path.realpath(os.path.dirname(back)) == here:
+            return None
+    except (OSError, UnicodeDecodeError):
+        pass
+    worktree = _maybe(root, "config", "--file", os.path.join(gitdir, "config"), "--get", "core.worktree")
+    if worktree is not None and os.path.realpath(os.path.join(gitdir, worktree)) == here:  # a submodule
+        return None
+    return os.path.realpath(gitdir)
 
 
 def _maybe(root: str, *args: str) -> Optional[str]:
@@ -116,12 +162,38 @@ def _dirty(root: str) -> list[str]:
         mode, blob = info.split()[:2]
         name = os.fsdecode(path)
         if mode != b"160000" and _worktree_blob(os.path.join(root, name), mode.decode(), algorithm) != blob.decode():
-            modified.append(name)
+            modified.append((name, mode.decode(), blob.decode()))
+    converted = _eol_converted(root, [name for name, _, _ in modified])
+    modified = [
+        name for name, mode, blob in modified
+        if name not in converted or _worktree_blob(os.path.join(root, name), mode, algorithm, lf=True) != blob
+    ]
     return sorted({os.fsdecode(p) for p in staged + untracked if p} | set(modified))
 
 
-def _worktree_blob(path: str, mode: str, algorithm: str) -> Optional[str]:
-    """The blob id git would give the working-tree file (None: missing, or another kind or mode)."""
+def _eol_converted(root: str, names: list[str]) -> set[str]:
+    """Those of ``names`` whose line endings git converts on the way in (``text``/``eol`` in
+    ``.gitattributes``, or ``core.autocrlf``): git hashes such a file with CRLF made LF. Asked
+    of ``check-attr`` and ``config``, which run no filter and no hook."""
+    if not names:
+        return set()
+    autocrlf = (_maybe(root, "config", "--get", "core.autocrlf") or "false").lower() in ("true", "input")
+    listing = git(root, "check-attr", "-z", "--stdin", "text", "eol", data=b"".join(os.fsencode(n) + b"\0" for n in names))
+    fields = listing.split(b"\0")
+    attributes: dict[str, dict[bytes, bytes]] = {}
+    for index in range(0, len(fields) - 2, 3):  # path, attribute, value
+        attributes.setdefault(os.fsdecode(fields[index]), {})[fields[index + 1]] = fields[index + 2]
+    converted = set()
+    for path, found in attributes.items():
+        text, eol = found.get(b"text", b"unspecified"), found.get(b"eol", b"unspecified")
+        if text != b"unset" and (text in (b"set", b"auto") or eol in (b"crlf", b"lf") or (text == b"unspecified" and autocrlf)):
+            converted.add(path)
+    return converted
+
+
+def _worktree_blob(path: str, mode: str, algorithm: str, lf: bool = False) -> Optional[str]:
+    """The blob id git would give the working-tree file (None: missing, or another kind or
+    mode); ``lf``: with its CRLF line endings made LF, as git's eol conversion does."""
     try:
         info = os.lstat(path)
         if mode == "120000":
@@ -135,6 +207,8 @@ def _worktree_blob(path: str, mode: str, algorithm: str) -> Optional[str]:
         return None
     if data is None:
         return None
+    if lf:
+        data = data.replace(b"\r\n", b"\n")
     digest = hashlib.new(algorithm)
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from fixer import temp_files
 from fixer.batch.report import changed
 from fixer.batch.units import Repository
 from fixer.diff import unified_diff
@@ -24,7 +25,7 @@ class Change:
     findings: list[str]  # "name:line:col: CODE [*] message" of each finding in the file
 
 
-def changes(repo: Repository, results: Sequence[FileResult], fix: bool, unsafe: bool) -> tuple[list[Change], list[str]]:
+def changes(repo: Repository, results: Sequence[FileResult], fix: bool) -> tuple[list[Change], list[str]]:
     """The changed files of ``repo`` and the problems met (a file changed since it was read)."""
     base = repo.git_root or repo.root
     found, problems = [], []
@@ -43,7 +44,8 @@ def changes(repo: Repository, results: Sequence[FileResult], fix: bool, unsafe: 
         encoding = "utf-8" if source.encoding == "utf-8-sig" else source.encoding
         diff = unified_diff(result.path, result.original, result.fixed, name=name)
         fixed = result.fixed.encode(source.encoding)
-        findings = [f"{name}:{_where(d)}: {d.code} {fix_marker(d, unsafe)}{d.message}" for d in result.diagnostics]
+        # the commit's legend: [*] safe, [-] may change gradients, whatever --unsafe-fixes applied
+        findings = [f"{name}:{_where(d)}: {d.code} {fix_marker(d, unsafe=False)}{d.message}" for d in result.diagnostics]
         found.append(Change(name, result.path, fixed, diff.encode(encoding, "surrogateescape"), findings))
     return found, problems
 
@@ -64,11 +66,10 @@ def patch_name(repo: Repository, taken: set[str]) -> str:
 
 
 def write_patch(folder: str, name: str, found: Sequence[Change]) -> Optional[str]:
-    """Write the patch; its path, or None when there is nothing to write."""
+    """Write the patch whole (a kill leaves the old file or the new one); its path, or None when
+    there is nothing to write."""
     if not found:
         return None
     path = os.path.join(folder, name)
-    with open(path, "wb") as handle:
-        for change in found:
-            handle.write(change.diff)
+    temp_files.write_whole(path, b"".join(change.diff for change in found))
     return path

@@ -42,10 +42,11 @@ def deliver(
         per_repo.setdefault(owners.get(result.path, -1), []).append(result)
     failed = False
     taken: set[str] = set()
+    earlier = _patches_in(patch_dir)
     for index, repo in enumerate(repos):
         if not (patch_dir or branch) or not summaries[index].files_changed:
             continue
-        found, problems = changes.changes(repo, per_repo.get(index, []), fix, unsafe)
+        found, problems = changes.changes(repo, per_repo.get(index, []), fix)
         for problem in problems:
             say(f"{repo.name}: {problem}")
         summaries[index].errors.extend(problems)
@@ -59,6 +60,7 @@ def deliver(
                 continue
             if written:
                 summaries[index].outcome.append(f"patch {os.path.basename(written)}")
+                earlier.discard(os.path.basename(written))
         if branch:
             try:
                 outcome = branches.make_branch(repo.git_root, branch, found, message(branch, found))
@@ -66,7 +68,33 @@ def deliver(
                 failed, outcome = True, f"error: {exc}"
             summaries[index].outcome.append(outcome)
             say(f"{repo.name}: {outcome}")
+    for name in sorted(earlier):  # not this run's: it may no longer apply
+        say(f"graphfix: warning: {os.path.join(patch_dir or '', name)} is left from an earlier run, not written by this one")
     return summaries, failed
+
+
+def usable_outputs(patch_dir: Optional[str], report_file: Optional[str]) -> Optional[str]:
+    """Before a batch runs: the patch folder is made (or is a folder) and the report's folder
+    exists, so that hours of work are not lost to a typo at the end. The problem, or None."""
+    if patch_dir:
+        try:
+            os.makedirs(patch_dir, exist_ok=True)
+        except OSError as exc:
+            return f"--patch-dir {patch_dir}: {exc.strerror or exc}"
+    if report_file:
+        folder = os.path.dirname(os.path.abspath(report_file))
+        if not os.path.isdir(folder):
+            return f"--report {report_file}: no such folder: {folder}"
+        if os.path.isdir(report_file):
+            return f"--report {report_file}: is a folder"
+    return None
+
+
+def _patches_in(folder: Optional[str]) -> set[str]:
+    try:
+        return {name for name in os.listdir(folder) if name.endswith(".patch")} if folder else set()
+    except OSError:
+        return set()
 
 
 def message(branch: str, found: Sequence[changes.Change]) -> str:

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from fixer import __version__
+from fixer import __version__, temp_files
 from fixer.batch.units import Repository
 from fixer.diff import display_path
 from fixer.engine import FileResult
@@ -73,8 +73,7 @@ def write(path: str, summaries: Sequence[Summary], wall: float, mode: str) -> No
         text = json.dumps({"graphfix": __version__, **total, "repositories": [asdict(s) for s in summaries]}, indent=2) + "\n"
     else:
         text = markdown(summaries, total)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    temp_files.write_whole(path, text.encode("utf-8"))
 
 
 def _totals(summaries: Sequence[Summary], wall: float, mode: str) -> dict:

@@ -1,16 +1,21 @@
 """The repositories of a batch run: paths given, every folder inside ``--repos-in DIR``, and the
-lines of ``--repos-from FILE`` (one path per line, relative to the current folder; ``#`` starts
-a comment; ``-`` reads the list from stdin)."""
+lines of ``--repos-from FILE`` (one path per line, relative to the current folder; ``#`` at the
+start of a line or after a space starts a comment, so ``proj#1`` is a name; ``-`` reads the list
+from stdin). A repository named twice (``r``, ``./r``, a symlink to it) is checked once."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from fixer.diff import display_path
 from fixer.discovery import SKIP_DIRS
+
+
+COMMENT = re.compile(r"(^|\s)#.*")
 
 
 class UnitError(Exception):
@@ -39,8 +44,9 @@ def repositories(paths: Sequence[str], repos_in: Sequence[str], repos_from: Sequ
     found: dict[str, Repository] = {}
     for path in named:
         root = os.path.abspath(path)
-        if root not in found:
-            found[root] = Repository(path, root, git_root(root))
+        key = os.path.realpath(root)
+        if key not in found:
+            found[key] = Repository(path, root, git_root(root))
     return list(found.values())
 
 
@@ -58,7 +64,7 @@ def _lines_of(listing: str) -> Iterable[str]:
         text = sys.stdin.read() if listing == "-" else open(listing, encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as exc:
         raise UnitError(f"--repos-from {listing}: {getattr(exc, 'strerror', None) or exc}") from None
-    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    lines = (COMMENT.sub("", line).strip() for line in text.splitlines())
     return [line for line in lines if line]
 
 

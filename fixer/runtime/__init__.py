@@ -29,7 +29,7 @@ def watch(max_steps: Optional[int] = None, stream: Optional[TextIO] = None) -> I
     (stderr) when the block ends and kept in ``session.findings``. An error the block raises
     still propagates; ``max_steps`` ends the block quietly after that many optimizer steps."""
     require_torch()
-    from fixer.runtime.recorder import StopRun
+    from fixer.runtime.stopping import StopRun, release
     from fixer.runtime.report import text_lines
     from fixer.runtime.session import Session
 
@@ -40,6 +40,7 @@ def watch(max_steps: Optional[int] = None, stream: Optional[TextIO] = None) -> I
     except StopRun:
         pass
     finally:
+        release()
         # printed here rather than attached to the error: a notebook shows both streams
         for line in text_lines(session.findings):
             print(line, file=stream or sys.stderr)

@@ -1,52 +1,47 @@
 """``graphfix run [--max-steps N] [--output-format text|json] [--diff | --fix] (SCRIPT | -m MODULE) [ARGS...]``.
 
 The program runs in this interpreter, as ``python SCRIPT ARGS...`` would run it (``__main__``,
-``sys.argv``, ``sys.path[0]``), with the sanitizer on. Exit codes: 1 when a finding was reported;
-otherwise the program's own (0, its ``sys.exit(n)``, 1 for an uncaught exception, whose
-traceback is printed as Python prints it); 0 when ``--max-steps`` stopped it; 123 when graphfix
-itself cannot run it (no such script or module, torch missing, bad options) or cannot write a
-fix. With ``--fix`` (as static ``graphfix --fix``): 0 when every finding was fixed and the re-run
-proved it (fixer.runtime.verify), 1 when a finding remains (no rule could write its edit, or the
-re-run did not prove the fix and the files were put back)."""
+``sys.argv``, ``sys.path[0]``), with the sanitizer on; everything after SCRIPT or -m MODULE is
+the program's (fixer.runtime.arguments). Exit codes: 1 when a finding was reported (the
+program's own code, when not 0, is then named on stderr); otherwise the program's own (0, its
+``sys.exit(n)`` or ``os._exit(n)``, 1 for an uncaught exception, whose traceback is printed as
+Python prints it); 130 when Ctrl-C stopped the program or graphfix; 0 when ``--max-steps``
+stopped it; 123 when graphfix itself cannot run it (no such script or module, torch missing,
+bad options) or cannot write a fix. With ``--fix`` (as static ``graphfix --fix``): 0 when every
+finding was fixed and the re-run proved it (fixer.runtime.verify), 1 when a finding remains (no
+rule could write its edit, the file lies outside the program's project, or the re-run did not
+prove the fix and the files were put back)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
+import time
+
+from fixer.diff import display_path
 from fixer.runtime import TorchMissing, require_torch
+from fixer.runtime.arguments import parse, parser
 
-EXIT_FINDINGS, EXIT_ERROR = 1, 123
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="graphfix run",
-        description="Run a PyTorch program with the autograd sanitizer on; report graph-lifetime bugs as they happen.",
-    )
-    parser.add_argument("--max-steps", type=int, default=None, metavar="N", help="stop cleanly after N optimizer steps")
-    parser.add_argument("--output-format", choices=("text", "json"), default="text")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true", help="also print the fix a rule writes from the run's evidence")
-    mode.add_argument("--fix", action="store_true", help="apply that fix, re-run the program to verify it, roll it back if the re-run fails")
-    parser.add_argument("--summary", default=None, help=argparse.SUPPRESS)  # the re-run's figures, for --fix
-    parser.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module, as python -m")
-    parser.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] (or, with -m, the module's ARGS)")
-    return parser
+EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 1, 123, 130
+MIN_RERUN_SECONDS, RERUN_FACTOR = 60.0, 10.0  # the re-run's default limit: 10 times the first run, at least 60 s
 
 
 def main(argv: list[str]) -> int:
-    parser = _parser()
     try:
-        options = parser.parse_args(argv)
+        options = parse(argv)
     except SystemExit as exc:  # --help (0) or a usage error
         return 0 if exc.code in (0, None) else EXIT_ERROR
     if options.module is None and not options.target:
-        parser.print_usage(sys.stderr)
+        parser().print_usage(sys.stderr)
         print("graphfix run: error: give a SCRIPT or -m MODULE", file=sys.stderr)
         return EXIT_ERROR
     if options.max_steps is not None and options.max_steps < 1:
         print("graphfix run: error: --max-steps must be 1 or more", file=sys.stderr)
+        return EXIT_ERROR
+    if options.rerun_timeout is not None and not options.rerun_timeout > 0:
+        print("graphfix run: error: --rerun-timeout must be more than 0", file=sys.stderr)
         return EXIT_ERROR
     if options.module is None and not os.path.isfile(options.target[0]):
         print(f"graphfix run: error: {options.target[0]}: no such file", file=sys.stderr)
@@ -59,27 +54,33 @@ def main(argv: list[str]) -> int:
     if options.module is not None and not _module_exists(options.module):
         print(f"graphfix run: error: no module named {options.module!r}", file=sys.stderr)
         return EXIT_ERROR
-    return _run(options)
+    try:
+        return _run(options)
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM during --fix) after the program: the files are as they were
+        print("graphfix run: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
-def _print_diffs(proposals: list) -> None:
-    for proposal in proposals:
-        sys.stdout.write(proposal.diff)
-        for words in proposal.advice:
-            print(f"graphfix run: {words}", file=sys.stderr)
-
-
-def _fix(options: argparse.Namespace, outcome, proposals: list, target: str, args: list[str]) -> int:
-    from fixer.diff import display_path
-    from fixer.runtime.verify import apply_and_verify, subprocess_rerun
-
+def _print_advice(proposals: list) -> None:
     for proposal in proposals:
         for words in proposal.advice:
             print(f"graphfix run: {words}", file=sys.stderr)
+
+
+def _fix(options: argparse.Namespace, outcome, proposals: list, started: tuple[str, float]) -> int:
+    from fixer.runtime.rerun import sigterm_as_interrupt, subprocess_rerun
+    from fixer.runtime.verify import apply_and_verify
+
+    _print_advice(proposals)
     if not any(p.fixed is not None for p in proposals):
         return EXIT_FINDINGS
-    rerun = subprocess_rerun(target, args, options.module is not None, options.max_steps)
-    kept, what = apply_and_verify(proposals, outcome, rerun)
+    cwd, seconds = started
+    module = options.module is not None
+    target, args = (options.module, options.target) if module else (os.path.join(cwd, options.target[0]), options.target[1:])
+    limit = options.rerun_timeout or max(MIN_RERUN_SECONDS, RERUN_FACTOR * seconds)
+    rerun = subprocess_rerun(target, args, module, options.max_steps, cwd, limit)
+    with sigterm_as_interrupt():
+        kept, what = apply_and_verify(proposals, outcome, rerun)
     files = ", ".join(display_path(p.filename) for p in proposals if p.fixed is not None)
     codes = ", ".join(sorted({f.code for p in proposals for f in p.answered}))
     print(f"graphfix run: {'fixed' if kept else 'not fixed'} {files} ({codes}): {what}", file=sys.stderr)
@@ -90,8 +91,6 @@ def _fix(options: argparse.Namespace, outcome, proposals: list, target: str, arg
 
 def _module_exists(name: str) -> bool:
     """As ``python -m`` looks it up (from the current folder); a parent package is imported."""
-    import importlib.util
-
     sys.path.insert(0, os.getcwd())
     try:
         return importlib.util.find_spec(name) is not None
@@ -103,11 +102,14 @@ def _module_exists(name: str) -> bool:
 
 def _run(options: argparse.Namespace) -> int:
     from fixer.runtime.launcher import execute
+    from fixer.runtime.project import Project
     from fixer.runtime.report import as_json, text_lines
 
     module = options.module is not None
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
+    cwd, began = os.getcwd(), time.monotonic()
     outcome = execute(target, args, module, options.max_steps)
+    seconds = time.monotonic() - began
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
     sys.stdout.flush()
@@ -122,11 +124,18 @@ def _run(options: argparse.Namespace) -> int:
         from fixer.runtime.verify import write_summary
 
         write_summary(options.summary, outcome)
+    if outcome.findings and outcome.exit_code != 0:
+        print(f"graphfix run: the program's own exit code was {outcome.exit_code}", file=sys.stderr)
+    if outcome.interrupted:  # Ctrl-C: report what was seen, change nothing
+        return EXIT_INTERRUPTED
     if outcome.findings and (options.diff or options.fix):
-        from fixer.runtime.static_fix import propose
+        from fixer.runtime.static_fix import inside, propose
 
         proposals = propose(outcome.findings)
         if options.fix:
-            return _fix(options, outcome, proposals, target, args)
-        _print_diffs(proposals)
+            project = Project(cwd if module else os.path.dirname(os.path.abspath(target)))
+            return _fix(options, outcome, inside(proposals, project), (cwd, seconds))
+        for proposal in proposals:
+            sys.stdout.write(proposal.diff)
+        _print_advice(proposals)
     return EXIT_FINDINGS if outcome.findings else outcome.exit_code

@@ -7,13 +7,16 @@ import os
 import runpy
 import sys
 import traceback
+import types
 from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
-from fixer.runtime.recorder import StopRun
+from fixer.runtime import stopping
+from fixer.runtime.exits import program_exit_as_exception
 from fixer.runtime.report import Finding
 from fixer.runtime.session import Session
 from fixer.runtime.sites import stop_at
+from fixer.runtime.stopping import StopRun
 
 
 @dataclass
@@ -24,15 +27,16 @@ class Outcome:
     stopped: bool = False  # --max-steps ended the run
     failures: list[str] = field(default_factory=list)  # our own diagnosis crashes
     iterations: int = 0  # training iterations begun (fixer.runtime.session)
+    interrupted: bool = False  # Ctrl-C ended the program
 
 
 def execute(target: str, args: list[str], module: bool = False, max_steps: Optional[int] = None, stderr: Optional[TextIO] = None) -> Outcome:
-    """Run the script at ``target`` (or the module named ``target``); ``sys.argv``, ``sys.path``
-    and ``__main__`` are restored afterwards."""
+    """Run the script at ``target`` (or the module named ``target``); ``sys.argv``, ``sys.path``,
+    ``__main__`` and the current folder are restored afterwards."""
     stderr = stderr or sys.stderr
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
     session = Session(max_steps, whole_program=True)
-    code, stopped = 0, False
+    code, stopped, interrupted = 0, False, False
     try:
         if module:
             sys.argv = [target, *args]
@@ -40,10 +44,12 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
         else:
             sys.argv = [target, *args]
             sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
-        with session:
+        with session, program_exit_as_exception():
             if module:
                 names = runpy.run_module(target, run_name="__main__", alter_sys=True)
-            else:
+            elif os.path.isfile(target):
+                names = _run_script(target)
+            else:  # a folder or zip file holding __main__.py
                 names = runpy.run_path(os.path.abspath(target), run_name="__main__")
             session.recorder.program_globals = names  # the leak sampler's last look
     except StopRun:
@@ -51,13 +57,34 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
     except SystemExit as exc:
         code = _exit_code(exc.code, stderr)
     except BaseException as exc:  # the program's own error, reported as Python would
+        interrupted = isinstance(exc, KeyboardInterrupt)
         code = _program_error(exc, session, stderr)
     finally:
+        stopping.release()
         sys.argv[:], sys.path[:] = saved_argv, saved_path
-    return Outcome(session.findings, code, session.steps, stopped, session.failures, session.iterations)
+        os.chdir(saved_cwd)  # the program's chdir must not move the report's paths or the re-run
+    return Outcome(session.findings, code, session.steps, stopped, session.failures, session.iterations, interrupted)
 
 
 stop_at(execute.__code__)  # the stack walks of every recorded op end here
+
+
+def _run_script(target: str) -> dict:
+    """As ``python SCRIPT`` runs it: ``sys.argv[0]`` as typed (runpy would make it absolute),
+    ``__file__`` and the code's file name absolute, as Python 3.9+ gives them. The globals."""
+    path = os.path.abspath(target)
+    with open(path, "rb") as handle:  # (compile reads the coding cookie)
+        code = compile(handle.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __loader__=None, __spec__=None, __package__=None)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    return main.__dict__
 
 
 def _exit_code(code: object, stderr: TextIO) -> int:
@@ -71,14 +98,15 @@ def _exit_code(code: object, stderr: TextIO) -> int:
 
 def _program_error(exc: BaseException, session: Session, stderr: TextIO) -> int:
     """The program's traceback without graphfix's frames; one line when a finding explains it."""
-    if any(f.error for f in session.findings):  # a finding explains this very error
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    if any(f.error for f in session.findings) and not interrupted:  # a finding explains this very error
         print(f"graphfix run: the program stopped on {type(exc).__name__}: the diagnosis follows", file=stderr)
         return 1
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _ours(f.filename)]
     print("Traceback (most recent call last):", file=stderr)
     print("".join(traceback.format_list(frames)), end="", file=stderr)
     print("".join(traceback.format_exception_only(type(exc), exc)), end="", file=stderr)
-    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+    return 130 if interrupted else 1
 
 
 def _ours(filename: str) -> bool:

@@ -119,7 +119,7 @@ class Leaks(Observer):
     def _report(self, holder: Holder, value: Any, oldest: Any, before: int, now: int, carried: bool, call: Any, loss: Any) -> None:
         record = graphwalk.record(value.grad_fn) or oldest
         built = Piece.at("oldest graph built", oldest.stack, self.recorder.iteration_of(oldest.position) + 1) if oldest else None
-        held = Piece.at("still held at", call.stack, call.iteration + 1)
+        held = Piece.at("still held", call.stack, call.iteration + 1)
         unit = "optimizer steps" if self._steps else "backward calls"
         growth = f"`{holder.name}` keeps the autograd graphs of {now} earlier {unit} alive ({before} one sample before)"
         store = _fill(holder, record, len(record.stack) - 1) if record is not None else None

@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from fixer.runtime.observer import Observer
 from fixer.runtime.sites import Stack, caller_stack, is_user_code, user_stack
+from fixer.runtime.stopping import StopRun, insist
 
 try:  # our mode is pushed and popped at every library module call: the C calls, not their Python wrappers
     from torch._C import _get_function_stack_at, _len_torch_function_stack
@@ -65,11 +66,6 @@ class Call:
 class NodeRecord:
     position: int
     stack: Stack
-
-
-class StopRun(BaseException):
-    """Raised out of ``optimizer.step()`` once ``--max-steps`` steps ran: not an ``Exception``,
-    so the program's own ``except Exception`` does not swallow it."""
 
 
 class _Mode(TorchFunctionMode):
@@ -241,6 +237,8 @@ class Recorder:
         self._watching(True)
         self.steps += 1
         if self.max_steps is not None and self.steps >= self.max_steps:
+            if self.steps > self.max_steps:  # the program caught the first stop and went on
+                insist()
             raise StopRun(self.steps)
 
     def notify(self, event: str, *args: Any, observers: Optional[list] = None) -> None:

@@ -7,6 +7,7 @@ from typing import Optional
 from fixer.runtime.recorder import Call, Recorder
 from fixer.runtime.watchers import watchers
 from fixer.runtime.report import Finding
+from fixer.runtime.warning_sites import at_user_lines
 
 FREED = "backward through the graph a second time"
 INPLACE = "modified by an inplace operation"
@@ -50,12 +51,15 @@ class Session:
         return len(self.recorder.iteration_starts) + 1 if self.recorder.calls else 0
 
     def __enter__(self) -> "Session":
+        self._warnings = at_user_lines()
+        self._warnings.__enter__()
         self.recorder.start()
         return self
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.recorder.stop()
-        ended = kind is None or (kind is SystemExit and getattr(exc, "code", None) in (0, None))
+        self._warnings.__exit__(None, None, None)
+        ended = kind is None or (isinstance(exc, SystemExit) and exc.code in (0, None))
         for detector in self.detectors:
             try:
                 found = detector.findings + detector.finish(self.whole_program and ended)

@@ -18,6 +18,7 @@ from fixer.analysis.evidence import runtime_evidence
 from fixer.diff import display_path, unified_diff
 from fixer.engine import FileResult, Options, process_file
 from fixer.registry import all_rules, by_code
+from fixer.runtime.project import Project
 from fixer.runtime.report import Finding
 
 BUILT = ("built", "shared part built")  # roles whose line built the value whose graph was freed
@@ -53,6 +54,20 @@ def propose(findings: list[Finding]) -> list[Proposal]:
         return [_propose(filename, found) for filename, found in by_file.items()]
 
 
+def inside(proposals: list[Proposal], project: Project) -> list[Proposal]:
+    """The proposals, those for files outside ``project`` turned into words: ``run --fix``
+    never writes another project's files (an editable install, a folder on ``sys.path``)."""
+    kept = []
+    for proposal in proposals:
+        if proposal.fixed is None or project.holds(proposal.filename):
+            kept.append(proposal)
+            continue
+        why = f"the file lies outside the program's project ({display_path(project.root)}), so it is not changed"
+        words = [advice(f, why) for f in proposal.answered]
+        kept.append(Proposal(proposal.filename, advice=words + proposal.advice))
+    return kept
+
+
 def _propose(filename: str, findings: list[Finding]) -> Proposal:
     """The fix of the findings' own rules; for a finding none of them answers, of a rule of the
     same family (the run's cause is a judgement; the place it names is a fact: a GAN's output
@@ -85,12 +100,12 @@ def _answers(result: FileResult, finding: Finding, codes: tuple[str, ...]) -> bo
     return any(d.code not in refused for d in fixes)  # a refused fix of that rule: which one is not worth guessing
 
 
-def advice(finding: Finding) -> str:
+def advice(finding: Finding, why: str = "no rule can write this edit") -> str:
     """What to change, and where, in words: the instruction that ends the finding's message."""
     instruction = finding.message.rsplit(": ", 1)[-1]
     places = "; ".join(f"{p.role} at line {p.line}: {p.source}" for p in finding.evidence if p.role not in ("failed", "freed by"))
     return (
-        f"{display_path(finding.filename)}:{finding.line}: {finding.code}: no rule can write this edit; "
+        f"{display_path(finding.filename)}:{finding.line}: {finding.code}: {why}; "
         f"change it by hand: {instruction} ({places})"
     )
 

@@ -13,18 +13,13 @@ was (an atomic write of the original bytes) and the run says why."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
+import signal
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional
 
 from fixer.runtime.launcher import Outcome
 from fixer.runtime.static_fix import Proposal
 from fixer.source import WriteError, decode, encode, read_bytes, write_atomic
-
-OUTPUT_TAIL = 2000  # characters of the re-run's output shown when it fails
 
 
 @dataclass(frozen=True)
@@ -37,6 +32,7 @@ class Summary:
     iterations: int
     stopped: bool
     output: str = ""  # the tail of the re-run's stdout and stderr
+    timed_out: Optional[float] = None  # the time limit (s) that killed the re-run
 
     @staticmethod
     def of(outcome: Outcome) -> "Summary":
@@ -52,35 +48,13 @@ def write_summary(path: str, outcome: Outcome) -> None:
         json.dump(asdict(Summary.of(outcome)), handle)
 
 
-def subprocess_rerun(target: str, args: list[str], module: bool, max_steps: Optional[int]) -> Rerun:
-    """Run ``graphfix run`` again in a fresh interpreter (the fixed modules are imported anew)."""
-
-    def rerun() -> Summary:
-        import fixer
-
-        handle, summary = tempfile.mkstemp(prefix="graphfix-run-", suffix=".json")
-        os.close(handle)
-        command = [sys.executable, "-m", "fixer", "run", "--summary", summary]
-        command += ["--max-steps", str(max_steps)] if max_steps is not None else []
-        command += ["-m", target, *args] if module else [target, *args]
-        ours = os.path.dirname(os.path.dirname(os.path.abspath(fixer.__file__)))  # this graphfix, not another
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ours, os.environ.get("PYTHONPATH")) if p)}
-        try:
-            done = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
-            output = (done.stdout + done.stderr)[-OUTPUT_TAIL:]
-            try:
-                with open(summary, encoding="utf-8") as file:
-                    return Summary(**{**json.load(file), "output": output})
-            except (OSError, ValueError, TypeError):  # it died before writing its figures
-                return Summary(done.returncode or 1, 0, 0, 0, False, output)
-        finally:
-            os.unlink(summary)
-
-    return rerun
-
-
 def why_not_proven(first: Outcome, second: Summary) -> Optional[str]:
     """None when the re-run proves the fix, else what it lacked."""
+    if second.timed_out is not None:
+        return (
+            f"the re-run did not end within {second.timed_out:g} s (an endless loop needs --max-steps N; "
+            "a long one, --rerun-timeout SECONDS)"
+        )
     if second.findings:
         return f"the re-run still reports {second.findings} finding(s)"
     if second.exit_code != 0 and not second.stopped:
@@ -99,36 +73,56 @@ def _figures(steps: int, iterations: int) -> str:
 
 def apply_and_verify(proposals: list[Proposal], first: Outcome, rerun: Rerun) -> tuple[bool, str]:
     """Write every proposed fix, re-run, and keep them only if the re-run proves them.
-    Returns (kept, what happened, in one sentence)."""
-    written: list[tuple[str, bytes]] = []  # (path, original bytes)
+    Returns (kept, what happened, in one sentence). On any failure or interruption (Ctrl-C,
+    SIGTERM raised as one) every file written is put back before the exception goes on."""
+    written: list[tuple[str, bytes, bytes]] = []  # (path, original bytes, fixed bytes)
+    kept = False
     try:
-        for proposal in proposals:
-            if proposal.fixed is None:
-                continue
-            data = read_bytes(proposal.filename)
-            source = decode(data)
-            if source.text != proposal.original:
-                raise WriteError("changed since it ran; not written")
-            if write_atomic(proposal.filename, encode(source, proposal.fixed), expected=data):
-                written.append((proposal.filename, data))
-    except (WriteError, UnicodeEncodeError, OSError) as exc:
-        _roll_back(written)
-        return False, f"cannot write the fix: {exc}"
-    if not written:
-        return False, "no fix to verify"
-    second = rerun()
-    why = why_not_proven(first, second)
-    if why is None:
-        stopped = " (stopped by --max-steps)" if second.stopped else ""
-        return True, (
-            f"verified by a re-run: no error, {_figures(second.steps, second.iterations)}{stopped}; "
-            f"the first run failed after {_figures(first.steps, first.iterations)}"
-        )
-    _roll_back(written)
-    tail = f"\nthe re-run's last output:\n{second.output.rstrip()}" if second.output.strip() else ""
-    return False, f"the fix is not kept, the files are as they were: {why}{tail}"
+        try:
+            for proposal in proposals:
+                if proposal.fixed is None:
+                    continue
+                data = read_bytes(proposal.filename)
+                source = decode(data)
+                if source.text != proposal.original:
+                    raise WriteError("changed since it ran; not written")
+                fixed = encode(source, proposal.fixed)
+                if write_atomic(proposal.filename, fixed, expected=data):
+                    written.append((proposal.filename, data, fixed))
+        except (WriteError, UnicodeEncodeError, OSError) as exc:
+            return False, f"cannot write the fix: {exc}{_put_back(written)}"
+        if not written:
+            return False, "no fix to verify"
+        second = rerun()
+        why = why_not_proven(first, second)
+        if why is None:
+            kept = True
+            stopped = " (stopped by --max-steps)" if second.stopped else ""
+            return True, (
+                f"verified by a re-run: no error, {_figures(second.steps, second.iterations)}{stopped}; "
+                f"the first run failed after {_figures(first.steps, first.iterations)}"
+            )
+        tail = f"\nthe re-run's last output:\n{second.output.rstrip()}" if second.output.strip() else ""
+        return False, f"the fix is not kept, the files are as they were: {why}{_put_back(written)}{tail}"
+    finally:
+        if not kept:
+            _put_back(written)
 
 
-def _roll_back(written: list[tuple[str, bytes]]) -> None:
-    for path, original in reversed(written):
-        write_atomic(path, original, expected=read_bytes(path))
+def _put_back(written: list[tuple[str, bytes, bytes]]) -> str:
+    """Each file written back to its original bytes (once: the list is emptied), with Ctrl-C
+    and SIGTERM held until it is done. A file changed by someone else since the fix was written
+    keeps that change: the words say which."""
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    left = []
+    try:
+        while written:
+            path, original, fixed = written.pop()
+            try:
+                write_atomic(path, original, expected=fixed)
+            except (WriteError, OSError) as exc:
+                left.append(f"{path}: {exc}")
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+    return f" (not put back: {'; '.join(left)})" if left else ""
