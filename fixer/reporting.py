@@ -72,8 +72,8 @@ def print_problems(results: list[FileResult], quiet: bool) -> None:
             err(f"{display_path(result.path)}: error: {error}")
     if not quiet:
         for result in results:
-            for line, col, message in result.warnings:
-                err(f"{display_path(result.path)}:{line}:{col}: warning: {message}")
+            for line, col, message in result.warnings:  # line 0: the whole file (a notebook's cell)
+                err(f"{display_path(result.path)}{f':{line}:{col}' if line else ''}: warning: {message}")
 
 
 def exit_code(results: list[FileResult], found: int) -> int:
