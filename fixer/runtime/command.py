@@ -1,4 +1,4 @@
-"""``graphfix run [--max-steps N] [--output-format text|json] [--diff | --fix] (SCRIPT | -m MODULE) [ARGS...]``.
+"""``graphfix run [--max-steps N] [--output-format text|json] [--output FILE] [--diff | --fix] (SCRIPT | -m MODULE) [ARGS...]``.
 
 The program runs in this interpreter, as ``python SCRIPT ARGS...`` would run it (``__main__``,
 ``sys.argv``, ``sys.path[0]``), with the sanitizer on. Exit codes: 1 when a finding was reported;
@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from fixer.runtime import TorchMissing, require_torch
+from fixer.runtime.run_output import stdout_to_stderr, summary, write_report
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 123
 
@@ -25,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Run a PyTorch program with the autograd sanitizer on; report graph-lifetime bugs as they happen.",
     )
     parser.add_argument("--max-steps", type=int, default=None, metavar="N", help="stop cleanly after N optimizer steps")
-    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text",
+                        help="json on stdout: the program's own stdout goes to stderr while it runs")
+    parser.add_argument("--output", default=None, metavar="FILE", help="write the findings to FILE, not stdout")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="also print the fix a rule writes from the run's evidence")
     mode.add_argument("--fix", action="store_true", help="apply that fix, re-run the program to verify it, roll it back if the re-run fails")
@@ -103,21 +106,21 @@ def _module_exists(name: str) -> bool:
 
 def _run(options: argparse.Namespace) -> int:
     from fixer.runtime.launcher import execute
-    from fixer.runtime.report import as_json, text_lines
 
     module = options.module is not None
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
-    outcome = execute(target, args, module, options.max_steps)
+    with stdout_to_stderr(options.output_format == "json" and options.output is None):
+        outcome = execute(target, args, module, options.max_steps)
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
     sys.stdout.flush()
-    if options.output_format == "json":
-        print(as_json(outcome.findings))
-    else:
-        for line in text_lines(outcome.findings):
-            print(line)
+    unwritten = write_report(outcome.findings, options.output_format, options.output)
     for failure in outcome.failures:
         print(f"graphfix run: internal error while diagnosing: {failure}", file=sys.stderr)
+    print(summary(target, module, outcome, options.output), file=sys.stderr)
+    if unwritten:
+        print(f"graphfix run: error: {unwritten}", file=sys.stderr)
+        return EXIT_ERROR
     if options.summary:
         from fixer.runtime.verify import write_summary
 
