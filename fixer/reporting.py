@@ -3,6 +3,7 @@ line on stderr, and the exit code (0 clean, 1 findings or a diff, 2 our error, 1
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Optional
 
@@ -84,14 +85,22 @@ def exit_code(results: list[FileResult], found: int) -> int:
     return EXIT_FINDINGS if found else EXIT_CLEAN
 
 
-def statistics(results: list[FileResult], fix: bool) -> int:
-    """``count  code  name`` per rule, most frequent first (for migrating many repositories)."""
+def statistics(results: list[FileResult], fix: bool, fmt: str = "text") -> int:
+    """``count  code  name`` per rule, most frequent first (for migrating many repositories); with
+    ``json``, as ruff writes it: ``[{"code", "name", "count", "fixable"}]``."""
     counts: dict[tuple[str, str], int] = {}
+    fixable: dict[tuple[str, str], int] = {}
     for result in results:
         for d in result.remaining if fix else result.diagnostics:
             counts[(d.code, d.name)] = counts.get((d.code, d.name), 0) + 1
-    for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        typer.echo(f"{count:>6}  {code}  {name}")
+            fixable[(d.code, d.name)] = fixable.get((d.code, d.name), 0) + bool(d.fix and d.fix.applicability.value == "safe")
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if fmt == "json":
+        records = [{"code": code, "name": name, "count": count, "fixable": fixable[(code, name)] == count} for (code, name), count in ranked]
+        typer.echo(json.dumps(records, indent=2))
+    else:
+        for (code, name), count in ranked:
+            typer.echo(f"{count:>6}  {code}  {name}")
     print_problems(results, quiet=False)
     return exit_code(results, len(counts))
 
