@@ -79,6 +79,7 @@ def check(
     exclude: Optional[List[str]] = typer.Option(None, "--exclude", "--extend-exclude", help="Paths to skip: .gitignore-style patterns, relative to the folder given."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="Name to report for source read from stdin."),
     output_format: Optional[str] = typer.Option(None, "--output-format", help=f"One of: {', '.join(FORMATS)}."),
+    color: str = typer.Option("auto", "--color", help="Colour text and full reports: auto (a terminal, unless NO_COLOR is set), always, never.", metavar="WHEN"),
     output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report (or diffs) to FILE, not stdout.", metavar="FILE"),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Config to read for every file: pyproject.toml ([tool.graphfix]), graphfix.toml or .graphfix.toml."),
@@ -102,6 +103,9 @@ def check(
 ) -> None:
     """Find autograd graph-lifetime bugs; --diff shows fixes, --fix applies them."""
     reporting.silent = silent
+    if color not in ("auto", "always", "never"):
+        _usage(f"--color {color!r}: one of auto, always, never")
+    reporting.color = color
     if diff and fix:
         _usage("--diff and --fix cannot be combined")
     if interactive and (problem := usage_problem(fix, diff, "-" in (paths or []) or stdin_filename is not None, silent)):
