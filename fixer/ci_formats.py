@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from fixer import __version__
 from fixer.diff import display_path
-from fixer.rule import DOCS_URL, Diagnostic, rule_url
+from fixer.rule import Diagnostic
 
 Item = tuple[str, Diagnostic]  # (path, diagnostic)
 Error = tuple[str, str]  # (path, message) of a file that could not be checked
@@ -41,7 +41,6 @@ def _rule_descriptor(rule) -> dict:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": section(rule.documentation, "What it does") or rule.summary},
         "help": {"text": rule.documentation, "markdown": rule.documentation},
-        "helpUri": rule_url(rule.code),
         "defaultConfiguration": {"level": SARIF_LEVEL[_family(rule.code)]},
         "properties": {"fix_safety": rule.fix_safety},
     }
@@ -101,7 +100,6 @@ def sarif(items: Sequence[Item], errors: Sequence[Error] = ()) -> str:
                     "driver": {
                         "name": "graphfix",
                         "version": __version__,
-                        "informationUri": DOCS_URL,
                         "rules": [_rule_descriptor(rule) for rule in rules],
                     }
                 },
@@ -134,7 +132,7 @@ def junit(items: Sequence[Item], errors: Sequence[Error] = ()) -> str:
                 case = ET.SubElement(suite, "testcase", classname=name, name=f"{entry.code} {entry.name}",
                                      file=name, line=str(entry.line))
                 failure = ET.SubElement(case, "failure", message=entry.message, type=entry.code)
-                failure.text = f"{name}:{entry.line}:{entry.col + 1}: {entry.code} {entry.message}\n{rule_url(entry.code)}"
+                failure.text = f"{name}:{entry.line}:{entry.col + 1}: {entry.code} {entry.message}\nsee `graphfix explain {entry.code}`"
             else:
                 case = ET.SubElement(suite, "testcase", classname=name, name="could not be checked", file=name)
                 ET.SubElement(case, "error", message=entry).text = f"{name}: error: {entry}"
@@ -161,6 +159,6 @@ def gitlab(items: Sequence[Item]) -> str:
             "fingerprint": digest,
             "severity": GITLAB_SEVERITY[_family(d.code)],
             "location": {"path": name, "lines": {"begin": d.line, "end": d.end_line}},
-            "content": {"body": f"{d.name}: {rule_url(d.code)}"},  # Code Climate's field for more
+            "content": {"body": f"{d.name}: see `graphfix explain {d.code}`"},  # Code Climate's field for more
         })
     return json.dumps(issues, indent=2)

@@ -7,6 +7,7 @@ read, decoded, parsed or written (black's code). 2 wins over 123, which wins ove
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -39,7 +40,7 @@ from fixer.source import encode, decode, SourceError
 EXIT_INTERRUPTED = 130  # --interactive stopped by Ctrl-C (the shell's code for SIGINT)
 REFUSED_CACHE = object()  # the cache folder chosen may not be used: checked without one, exit 2
 
-app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False, rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def _split(values: Optional[List[str]]) -> list[str]:
@@ -85,8 +86,10 @@ def check(
     exclude: Optional[List[str]] = typer.Option(None, "--exclude", "--extend-exclude", help="Paths to skip: .gitignore-style patterns, relative to the folder given."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="Name to report for source read from stdin."),
     output_format: Optional[str] = typer.Option(None, "--output-format", help=f"One of: {', '.join(FORMATS)}."),
+    color: str = typer.Option("auto", "--color", help="Colour text and full reports: auto (a terminal, unless NO_COLOR is set), always, never.", metavar="WHEN"),
+    output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report (or diffs) to FILE, not stdout.", metavar="FILE"),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="pyproject.toml to read \\[tool.graphfix] from, for every file."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Config to read for every file: pyproject.toml ([tool.graphfix]), graphfix.toml or .graphfix.toml."),
     no_gitignore: bool = typer.Option(False, "--no-respect-gitignore", help="Also check files .gitignore excludes."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
@@ -97,7 +100,7 @@ def check(
     report_file: Optional[str] = typer.Option(None, "--report", help="Batch: write a summary per repository to FILE (.md or .json).", metavar="FILE"),
     patch_dir: Optional[str] = typer.Option(None, "--patch-dir", help="Batch: write one git-apply-able patch per repository into DIR.", metavar="DIR"),
     branch: Optional[str] = typer.Option(None, "--branch", help="Batch: commit each clean git repository's fixes on a new branch NAME (the checkout is not touched).", metavar="NAME"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Batch: run each repository's work on the dask.distributed cluster at ADDRESS (tcp://host:port, or a scheduler file); needs graphfix\\[distributed].", metavar="ADDRESS"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Batch: run each repository's work on the dask.distributed cluster at ADDRESS (tcp://host:port, or a scheduler file); needs graphfix[distributed].", metavar="ADDRESS"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
     cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="The result cache's folder (default: .graphfix_cache at the project root; env GRAPHFIX_CACHE_DIR)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress display (shown only when stderr is a terminal)."),
@@ -109,6 +112,9 @@ def check(
     reporting.silent = silent
     if fix and ("-" in (paths or []) or (not paths and stdin_filename is not None)):
         _buffer_owed[:] = [True]
+    if color not in ("auto", "always", "never"):
+        _usage(f"--color {color!r}: one of auto, always, never")
+    reporting.color = color
     if diff and fix:
         _usage("--diff and --fix cannot be combined")
     if interactive and (problem := usage_problem(fix, diff, "-" in (paths or []) or stdin_filename is not None, silent)):
@@ -141,6 +147,26 @@ def check(
         _usage("--stdin-filename reads the source from stdin; give no other path (or '-')")
     batch = bool(repos_in or repos_from or report_file or patch_dir or branch or scheduler)
     paths = paths or ([] if repos_in or repos_from else ["-"] if stdin_filename is not None else ["."])
+    if "-" in paths and fix and output_file is not None:
+        _usage("--fix - writes the buffer to stdout: --output-file cannot take it")
+    with contextlib.ExitStack() as stack:
+        if output_file is not None:
+            stack.enter_context(contextlib.redirect_stdout(stack.enter_context(_open_output(output_file))))
+        code = _dispatch(paths, tree, stdin_filename, diff, fix, fmt, quiet, batch, no_cache, cache_dir, exclude, workers, statistics,
+                         repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive, scheduler, exit_non_zero_on_fix)
+    raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
+
+
+def _open_output(name: str):
+    try:
+        return open(name, "w", encoding="utf-8")
+    except OSError as exc:
+        _usage(f"--output-file {name}: {exc.strerror or exc}")
+
+
+def _dispatch(paths, tree, stdin_filename, diff, fix, fmt, quiet, batch, no_cache, cache_dir, exclude, workers, statistics,
+              repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive, scheduler, exit_non_zero_on_fix) -> int:
+    """Check stdin or the files; the exit code."""
     if "-" in paths:
         if len(paths) > 1 or batch:
             _usage("'-' (stdin) cannot be combined with other paths or batch options")
@@ -156,7 +182,7 @@ def check(
         code = EXIT_ERROR if refused else code
         if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and changed:
             code = EXIT_FINDINGS
-    raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
+    return code
 
 
 def _config_errors(tree: ConfigTree) -> bool:
@@ -219,7 +245,7 @@ def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics,
     unsafe = any(v.unsafe for v in work.variants)
     owners = {**work.problem_owners, **dict(zip(work.files, work.owners))}
     if statistics and not diff:
-        code = reporting.statistics(results, fix)
+        code = reporting.statistics(results, fix, fmt)
     elif batch and fmt == "text" and not diff:
         found = print_grouped(repos, results, owners, "remaining" if fix else "diagnostics", unsafe, sys.stdout)
         code = reporting.finish(results, fix, diff, quiet, found, len(repos), unsafe)

@@ -1,7 +1,10 @@
-"""``[tool.graphfix]`` in pyproject.toml: every command-line option can be set there.
+"""``[tool.graphfix]`` in pyproject.toml, or the same keys at the top level of ``graphfix.toml`` or
+``.graphfix.toml``: every command-line option can be set there.
 
-Each checked file takes the nearest pyproject.toml with a ``[tool.graphfix]`` table above it
-(fixer.hierarchy), or the one ``--config`` names; command-line flags win."""
+Each checked file takes the nearest config above it (fixer.hierarchy), or the one ``--config``
+names; command-line flags win. As ruff reads ``.ruff.toml``, ``ruff.toml`` and ``pyproject.toml``:
+in one folder ``.graphfix.toml`` wins over ``graphfix.toml``, which wins over a pyproject.toml with
+a ``[tool.graphfix]`` table (a pyproject.toml without one is no config)."""
 
 from __future__ import annotations
 
@@ -75,13 +78,24 @@ def configures_graphfix(candidate: Path) -> bool:
     return isinstance(tool, dict) and "graphfix" in tool
 
 
+OWN_NAMES = (".graphfix.toml", "graphfix.toml")  # graphfix's own files: the keys at the top level
+
+
+def config_in(folder: Path) -> Optional[Path]:
+    """The config of ``folder`` itself, by ruff's precedence; None if it has none."""
+    for name in OWN_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    return folder / "pyproject.toml" if configures_graphfix(folder / "pyproject.toml") else None
+
+
 def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml (from ``start`` upward) that configures graphfix: as ruff does,
-    a pyproject.toml without a graphfix table (a package's own metadata) does not hide the one above."""
+    """The nearest config (from ``start`` upward): as ruff does, a pyproject.toml without a
+    graphfix table (a package's own metadata) does not hide the one above."""
     for folder in [start, *start.parents]:
-        candidate = folder / "pyproject.toml"
-        if configures_graphfix(candidate):
-            return candidate
+        found = config_in(folder)
+        if found is not None:
+            return found
     return None
 
 
@@ -98,7 +112,7 @@ def load(path: Optional[Path]) -> Settings:
         raise ConfigError(f"{path}: nested too deeply to read") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    tool = document.get("tool", {})
+    tool = document.get("tool", {}) if Path(path).name not in OWN_NAMES else {"graphfix": document}
     if not isinstance(tool, dict):
         raise ConfigError(f"{path}: `tool` must be a table")
     table: Any = tool.get("graphfix", {})

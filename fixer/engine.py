@@ -314,9 +314,12 @@ def _process_notebook(path: str, data: bytes, options: Options, source: Optional
     if not notebook.is_python:
         return FileResult(path)  # another kernel's language: nothing to analyse
     program = build_program(notebook)
-    code = Source(program.text, "utf-8", program.newline)
-    inner = _process_python(path, program.text.encode("utf-8"), options, code, program.where)
-    result = FileResult(path, errors=inner.errors, parsed=inner.parsed)
+    inner = _process_program(path, program, options)
+    if not inner.parsed and any(e.startswith("cannot parse: ") for e in inner.errors):
+        checked = build_program(notebook, skip_unparsable=True)  # fixer.notebook.program_of, parsed once
+        if checked.skipped:
+            program, inner = checked, _process_program(path, checked, options)
+    result = FileResult(path, errors=inner.errors, parsed=inner.parsed, warnings=[(0, 0, why) for why in program.skipped])
     result.diagnostics = [program.diagnostic(d) for d in inner.diagnostics]
     result.remaining = [program.diagnostic(d) for d in inner.remaining]
     if inner.fixed is not None:
@@ -331,6 +334,11 @@ def _process_notebook(path: str, data: bytes, options: Options, source: Optional
         if text != source.text:
             result.original, result.fixed = source.text, text
     return result
+
+
+def _process_program(path: str, program: Program, options: Options) -> FileResult:
+    code = Source(program.text, "utf-8", program.newline)
+    return _process_python(path, program.text.encode("utf-8"), options, code, program.where)
 
 
 def process_file(path: str, options: Options) -> FileResult:

@@ -1,7 +1,8 @@
 """Settings per checked file, resolved as ruff resolves them.
 
-- The nearest ``pyproject.toml`` with a ``[tool.graphfix]`` table above a file decides its
-  settings (a ``pyproject.toml`` without one does not hide the one above). A file with none above
+- The nearest config above a file decides its settings: ``.graphfix.toml``, ``graphfix.toml``, or
+  a ``pyproject.toml`` with a ``[tool.graphfix]`` table, in that order within one folder
+  (fixer.config.config_in; a ``pyproject.toml`` without one does not hide the one above). A file with none above
   it takes the run's fallback: the config found from the current folder upward, or the defaults.
 - ``--config FILE`` decides for every file.
 - Flags given on the command line win over every config.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from fixer.config import ConfigError, Settings, configures_graphfix, load, parse_size
+from fixer.config import ConfigError, Settings, config_in, load, parse_size
 from fixer.engine import Options
 from fixer.ignore import compile_patterns
 from fixer.registry import select_rules, unknown_selectors
@@ -124,9 +125,9 @@ class ConfigTree:
         current = folder
         while current not in self._folders:
             unknown.append(current)
-            candidate = os.path.join(current, "pyproject.toml")
-            if configures_graphfix(Path(candidate)):
-                found = self._load(candidate)
+            candidate = config_in(Path(current))
+            if candidate is not None:
+                found = self._load(str(candidate))
                 break
             parent = os.path.dirname(current)
             if parent == current:

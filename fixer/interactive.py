@@ -19,7 +19,7 @@ from fixer.analysis.project import set_root
 from fixer.apply import apply_edits
 from fixer.diff import display_path, unified_diff
 from fixer.engine import FileResult, Options, active_rules, is_notebook, run_rules
-from fixer.notebook import NotebookError, Program, build_program, cell_sources, parse_notebook, rebuild
+from fixer.notebook import NotebookError, Program, cell_sources, parse_notebook, program_of, rebuild
 from fixer.output import location
 from fixer.review import Answer, Reviewed, Tally, review
 from fixer.rule import Diagnostic
@@ -108,7 +108,7 @@ class NotebookDocument(Document):
     def __init__(self, path: str, source: Source) -> None:
         self.path, self.source = path, source
         self.notebook = parse_notebook(source.text)
-        self.program: Program = build_program(self.notebook)
+        self.program: Program = program_of(self.notebook)
         self.text, self.newline, self.padded = self.program.text, self.program.newline, False
 
     def located(self, text: str, d: Diagnostic) -> Diagnostic:

@@ -6,6 +6,11 @@ assignments from them (``files = !ls``, ``t = %timeit -o f()``) and, on a cell's
 magics (``%%time``). None of these can start a logical line in Python, so a line is such an escape
 only at the start of a logical line (not inside brackets, a string or after a backslash).
 
+IPython's automagic (on by default, and all over Colab notebooks) also runs a line magic written
+without its ``%``: ``cd drive/My\\ Drive``, ``ls``, ``pip install x``. As IPython's prefilter decides,
+such a line starts with the magic's name, alone or followed by a space and anything but a Python
+operator (``ls = []``, ``env["X"]``, ``pip.main(...)``, ``time in t`` stay Python).
+
 Each escape, from its first character to the end of its line (and of the lines it continues with a
 final backslash), is replaced by a unique name: an opaque value the analysis knows nothing about.
 Continued lines become empty, so every line keeps its number and every character before the
@@ -28,6 +33,15 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 # `targets = %magic` / `targets = !cmd`: no quotes or parentheses, so no valid Python line matches
 _ASSIGNED = re.compile(r"[ \t]*[\w.\[\], \t*]+?[ \t]*=[ \t]*(?=[%!])")
 _CELL_MAGIC = re.compile(r"%%(\w*)")
+# line magics (and IPython's shell aliases) that people call without the % in notebooks
+AUTOMAGICS = frozenset(
+    "alias aimport autoreload bookmark cat cd clear conda cp dhist dirs env history ldir less lf lk ll load_ext ls "
+    "lsmagic lx magic mamba man matplotlib mkdir more mv pip popd pushd pwd pylab reload_ext reset rm rmdir run sx "
+    "system tensorflow_version time timeit unalias unload_ext who who_ls whos xdel".split()
+)
+_AUTOMAGIC = re.compile(r"[ \t]*(\w+)(?:[ \t]+(.*))?$")
+# after the name, what makes the line Python (IPython's list, and a few more to be safe)
+_PYTHON_REST = re.compile(r"[!=()<>,+*/%^&|:;\[]|-=|(?:in|is|and|or|if|else|not)\b")
 
 Replacement = tuple[str, str]  # (text in the program, original text)
 
@@ -75,6 +89,9 @@ def _escape_start(body: str, scanner: "_Scanner") -> Optional[int]:
         return None
     indent = len(body) - len(stripped)
     if stripped.startswith(ESCAPES):
+        return indent
+    automagic = _AUTOMAGIC.match(body)
+    if automagic and automagic.group(1) in AUTOMAGICS and not _PYTHON_REST.match(automagic.group(2) or ""):
         return indent
     assigned = _ASSIGNED.match(body)
     if assigned:

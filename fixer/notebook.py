@@ -6,6 +6,10 @@ by a comment line unique to the notebook, which the analysis ignores and fixes m
 around them: after fixing, the program is cut at those lines back into cells. Positions are
 reported as ruff does: ``cell N`` is the cell's 1-based index among all cells, lines count within it.
 
+A cell that still is not Python after that (shell commands IPython would reject too, or a typo)
+would make the whole notebook unparsable: where the program does not parse, each such cell is left
+out with a warning naming it, and the other cells are checked (as ruff does).
+
 Writing back touches only the ``source`` values of the cells whose code changed, spliced into the
 original JSON text: metadata, outputs, key order, indentation and the final newline stay
 byte-identical. A changed source keeps its form (one string, or a list of lines as Jupyter writes
@@ -13,6 +17,7 @@ it, with the list's own layout and escaping); unchanged lines keep their exact J
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -133,6 +138,7 @@ class Program:
     numbers: list[int]  # cell numbers of the program's cells, in order
     replacements: list[Replacement]
     rows: list[tuple[int, int]]  # program line (0-based) -> (cell number, line in cell)
+    skipped: list[str] = dataclasses.field(default_factory=list)  # why each left-out cell was not checked
 
     def where(self, line: int) -> str:
         cell, row = self.locate(line)
@@ -165,24 +171,51 @@ class Program:
 
     def reread(self, text: str) -> "Program":
         """The program after fixes: its own line map; refused if a fix broke a cell boundary."""
-        program = Program(text, self.newline, self.marker, self.numbers, self.replacements, [])
+        program = Program(text, self.newline, self.marker, self.numbers, self.replacements, [], self.skipped)
         program.rows = _rows(text, self.marker, self.numbers)
         return program
 
 
-def build_program(notebook: Notebook) -> Program:
+def program_of(notebook: Notebook) -> Program:
+    """The notebook's program; where it does not parse, the one without its unparsable cells (the
+    engine decides the same from its own parse, to parse a notebook once)."""
+    program = build_program(notebook)
+    return build_program(notebook, skip_unparsable=True) if unparsable(program.text) else program
+
+
+def unparsable(text: str) -> Optional[str]:
+    """Why ``text`` is not Python (None: it parses, or the parser gave up for want of memory or
+    stack, which the engine reports for the whole file)."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return f"{exc.msg} (line {exc.lineno or 1})"
+    except ValueError as exc:
+        return str(exc)
+    except (RecursionError, MemoryError):
+        return None
+    return None
+
+
+def build_program(notebook: Notebook, skip_unparsable: bool = False) -> Program:
+    """The code cells as one program; with ``skip_unparsable``, the cells that do not parse on
+    their own are left out (``Program.skipped`` says which and why)."""
     code = "".join(cell.source for cell in notebook.cells)
     base = "_ipython_"
     while base in code:
         base = "_" + base
     counter = iter(range(1 << 62))
     newline = detect_newline(code) if code else "\n"
-    parts, numbers, replacements = [], [], []
+    parts, numbers, replacements, skipped = [], [], [], []
     for cell in notebook.cells:
         neutral = neutralise(cell.source, lambda: f"{base}{next(counter)}_")
         if neutral is None:
             continue
         text, replaced = neutral
+        problem = unparsable(text) if skip_unparsable else None
+        if problem:
+            skipped.append(f"cell {cell.number} was not checked: cannot parse: {problem}")
+            continue
         if text and not text.endswith(("\n", "\r")):
             text += newline  # taken off again when the cell is written back
         parts.append(text)
@@ -190,7 +223,7 @@ def build_program(notebook: Notebook) -> Program:
         replacements.extend(replaced)
     marker = f"#{base}cell_boundary"
     text = (marker + newline).join(parts)
-    return Program(text, newline, marker, numbers, replacements, _rows(text, marker, numbers))
+    return Program(text, newline, marker, numbers, replacements, _rows(text, marker, numbers), skipped)
 
 
 def _rows(text: str, marker: str, numbers: list[int]) -> list[tuple[int, int]]:

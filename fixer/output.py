@@ -5,9 +5,10 @@ JSON lines, SARIF, JUnit XML or a GitLab Code Quality report. Format names follo
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from fixer.diff import display_path
+from fixer.full_format import LinesFor, full_lines, header
 from fixer.rule import Diagnostic, rule_url
 
 if TYPE_CHECKING:  # the CI formats (XML, hashes) are imported only by a run that writes one
@@ -29,8 +30,8 @@ def location(path: str, d: Diagnostic) -> str:
     return f"{display_path(path)}:{cell}{d.line}:{d.col + 1}"
 
 
-def text_lines(items: Iterable[Item], unsafe: bool) -> list[str]:
-    return [f"{location(path, d)}: {d.code} {fix_marker(d, unsafe)}{d.message}" for path, d in items]
+def text_lines(items: Iterable[Item], unsafe: bool, color: bool = False) -> list[str]:
+    return [header(path, d, fix_marker(d, unsafe), color) for path, d in items]
 
 
 def _escape_data(text: str) -> str:
@@ -96,12 +97,15 @@ def as_json_lines(items: Iterable[Item]) -> str:
     return "".join(json.dumps(record(path, d)) + "\n" for path, d in items)
 
 
-def render(fmt: str, items: Sequence[Item], unsafe: bool, errors: Sequence[Error] = ()) -> str:
+def render(fmt: str, items: Sequence[Item], unsafe: bool, errors: Sequence[Error] = (), color: bool = False,
+           lines_for: Optional[LinesFor] = None) -> str:
     """The whole report in ``fmt``, ending with a line break unless empty. ``errors`` name the
     files that could not be checked; formats with a place for them (SARIF, JUnit) carry them too,
-    the others leave them to stderr."""
+    the others leave them to stderr. ``full`` shows the source ``lines_for`` gives; ``color``
+    paints ``text`` and ``full``."""
     writers: dict[str, Callable[[], str]] = {
-        "text": lambda: "".join(line + "\n" for line in text_lines(items, unsafe)),
+        "text": lambda: "".join(line + "\n" for line in text_lines(items, unsafe, color)),
+        "full": lambda: "".join(line + "\n" for line in full_lines(items, lambda d: fix_marker(d, unsafe), lines_for or _no_source, color)),
         "github": lambda: "".join(line + "\n" for line in github_lines(items)),
         "json": lambda: as_json(items) + "\n",
         "json-lines": lambda: as_json_lines(items),
@@ -118,4 +122,8 @@ def _ci_formats():
     return ci_formats
 
 
-FORMATS = ("text", "json", "json-lines", "github", "gitlab", "junit", "sarif")
+def _no_source(path: str, cell: Optional[int]) -> None:
+    return None
+
+
+FORMATS = ("text", "full", "json", "json-lines", "github", "gitlab", "junit", "sarif")

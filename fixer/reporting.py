@@ -3,18 +3,23 @@ line on stderr, and the exit code (0 clean, 1 findings or a diff, 2 our error, 1
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Optional
 
 import typer
 
 from fixer.diff import display_path, unified_diff
-from fixer.engine import FileResult
+from fixer.engine import FileResult, is_notebook
+from fixer.full_format import color_enabled
+from fixer.notebook import parse_notebook
 from fixer.output import render
+from fixer.source import SourceError, decode, split_lines
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
 
 silent = False  # --silent: nothing on stderr
+color = "auto"  # --color: auto (a terminal without NO_COLOR), always, never
 
 
 def err(message: str) -> None:
@@ -28,8 +33,36 @@ def print_diagnostics(results: list[FileResult], attr: str, unsafe: bool, fmt: s
         key=lambda item: (display_path(item[0]), item[1].sort_key),
     )
     errors = [(r.path, e) for r in results for e in r.errors]
-    stream.write(render(fmt, items, unsafe, errors))
+    painted = fmt in ("text", "full") and color_enabled(color, stream)
+    stream.write(render(fmt, items, unsafe, errors, painted, _source_lines(results, attr) if fmt == "full" else None))
     return len(items)
+
+
+def _source_lines(results: list[FileResult], attr: str):
+    """(path, cell) -> the lines the findings in ``attr`` count in: the fixed text for what
+    remains after fixing, else the file's (a notebook's cell)."""
+    texts = {r.path: (r.fixed if attr == "remaining" and r.fixed is not None else r.original) for r in results}
+    cache: dict[str, object] = {}
+
+    def lines_for(path: str, cell):
+        if path not in cache:
+            cache[path] = _cells(path, texts.get(path))
+        found = cache[path]
+        text = found.get(cell) if isinstance(found, dict) else found
+        return split_lines(text) if text else None
+
+    return lines_for
+
+
+def _cells(path: str, text):
+    """The file's text, or a notebook's {cell: source}; None where it cannot be read."""
+    try:
+        if text is None:
+            with open(path, "rb") as handle:
+                text = decode(handle.read()).text
+        return {c.number: c.source for c in parse_notebook(text).cells} if is_notebook(path) else text
+    except (OSError, SourceError):
+        return None
 
 
 def report(results: list[FileResult], unsafe: bool, diff: bool, fix: bool, fmt: str, quiet: bool, repos: Optional[int] = None) -> int:
@@ -72,8 +105,8 @@ def print_problems(results: list[FileResult], quiet: bool) -> None:
             err(f"{display_path(result.path)}: error: {error}")
     if not quiet:
         for result in results:
-            for line, col, message in result.warnings:
-                err(f"{display_path(result.path)}:{line}:{col}: warning: {message}")
+            for line, col, message in result.warnings:  # line 0: the whole file (a notebook's cell)
+                err(f"{display_path(result.path)}{f':{line}:{col}' if line else ''}: warning: {message}")
 
 
 def exit_code(results: list[FileResult], found: int) -> int:
@@ -84,14 +117,22 @@ def exit_code(results: list[FileResult], found: int) -> int:
     return EXIT_FINDINGS if found else EXIT_CLEAN
 
 
-def statistics(results: list[FileResult], fix: bool) -> int:
-    """``count  code  name`` per rule, most frequent first (for migrating many repositories)."""
+def statistics(results: list[FileResult], fix: bool, fmt: str = "text") -> int:
+    """``count  code  name`` per rule, most frequent first (for migrating many repositories); with
+    ``json``, as ruff writes it: ``[{"code", "name", "count", "fixable"}]``."""
     counts: dict[tuple[str, str], int] = {}
+    fixable: dict[tuple[str, str], int] = {}
     for result in results:
         for d in result.remaining if fix else result.diagnostics:
             counts[(d.code, d.name)] = counts.get((d.code, d.name), 0) + 1
-    for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        typer.echo(f"{count:>6}  {code}  {name}")
+            fixable[(d.code, d.name)] = fixable.get((d.code, d.name), 0) + bool(d.fix and d.fix.applicability.value == "safe")
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if fmt == "json":
+        records = [{"code": code, "name": name, "count": count, "fixable": fixable[(code, name)] == count} for (code, name), count in ranked]
+        typer.echo(json.dumps(records, indent=2))
+    else:
+        for (code, name), count in ranked:
+            typer.echo(f"{count:>6}  {code}  {name}")
     print_problems(results, quiet=False)
     return exit_code(results, len(counts))
 

@@ -31,7 +31,7 @@ def repos(tmp_path: Path, commit: bool = True) -> Path:
         for name in ("a", "b", "c"):
             git("init", "-q", "-b", "main", cwd=top / name)
             git("add", ".", cwd=top / name)
-            git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start", cwd=top / name)
+            git("commit", "-qm", "start", cwd=top / name)
     return top
 
 
@@ -108,6 +108,24 @@ def test_branch_commits_the_fixes_of_clean_repositories_beside_the_checkout(tmp_
     assert b"already exists" in again.stderr
     assert graphfix("--branch", "bad..name", "repos/a", cwd=tmp_path).returncode == 2
     assert graphfix("--branch", "x", "--fix", "repos/a", cwd=tmp_path).returncode == 2
+
+
+def test_branch_without_a_git_identity_commits_as_graphfix(tmp_path):
+    """A fresh machine or CI image has no git identity: the branch is still made, its commit
+    names graphfix, and the message says so; a configured identity is used as it is."""
+    top = repos(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "EMAIL"))}
+    env = {**bare, "HOME": str(home), "XDG_CONFIG_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "fixer", "--branch", "fixes", "repos/a"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    assert done.returncode == 1 and b"branch fixes (" in done.stderr, done.stderr
+    assert b"committed as graphfix <graphfix@localhost> (no git identity configured)" in done.stderr
+    assert b"identity unknown" not in done.stderr
+    assert git("log", "-1", "--format=%an <%ae> / %cn <%ce>", "fixes", cwd=top / "a").strip() == "graphfix <graphfix@localhost> / graphfix <graphfix@localhost>"
+    out = graphfix("--branch", "mine", "repos/a", cwd=tmp_path, env=IDENTITY)
+    assert b"committed as graphfix" not in out.stderr
+    assert git("log", "-1", "--format=%an <%ae>", "mine", cwd=top / "a").strip() == "t <t@t>"
 
 
 @pytest.mark.parametrize("change", ["modified", "staged", "untracked"])

@@ -34,8 +34,9 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 
 def git(*args: str, cwd: Path) -> str:
-    """Real git, only on benign test repositories, to know what git itself would list."""
-    return subprocess.run(["git", "-c", "core.fsmonitor=false", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    """Real git, only on benign test repositories, to know what git itself would list. Its own
+    identity: a fresh machine has none, and `git commit` refuses without one."""
+    return subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def git_python_files(folder: Path) -> set[str]:
@@ -56,7 +57,7 @@ def test_git_is_never_run_and_repository_config_cannot_execute(tmp_path):
     write(repo, {"train.py": BUGGY, ".gitignore": "ignored/\n", "ignored/t.py": BUGGY})
     git("init", "-q", cwd=repo)
     git("add", "train.py", cwd=repo)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x", cwd=repo)
+    git("commit", "-qm", "x", cwd=repo)
     marker = tmp_path / "MARKER"
     with open(repo / ".git" / "config", "a") as config:  # a hostile checkout ships its .git folder
         config.write(f"[core]\n\tfsmonitor = touch {marker}; true\n\thooksPath = .git/hooks\n")

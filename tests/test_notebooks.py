@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixer.engine import Options, process_file, process_source
+from fixer.magics import neutralise
 from fixer.registry import all_rules
 from tests.fixture_cases import discover
 from tests.helpers import expected_markers, rule_for_module, strip_markers
@@ -230,9 +231,10 @@ def test_a_malformed_notebook_is_named_and_the_run_goes_on(tmp_path, content, me
     assert "leak.ipynb:cell 3:4:5: GF301" in run.stdout.decode()
 
 
-def test_a_syntax_error_is_located_by_cell_and_other_kernels_are_not_read(tmp_path):
+def test_a_cell_that_does_not_parse_is_skipped_with_a_warning_and_other_kernels_are_not_read(tmp_path):
     broken = process_source("nb.ipynb", notebook(["x = 1", "def f(:\n    loss.backward()"]).encode(), ALL)
-    assert broken.errors == ["cannot parse: invalid syntax (cell 3, line 1)"]
+    assert broken.errors == []
+    assert broken.warnings == [(0, 0, "cell 3 was not checked: cannot parse: invalid syntax (line 1)")]
     julia = json.loads(notebook(["using Flux; x = [1 2 3]'"]))
     julia["metadata"] = {"kernelspec": {"language": "julia", "name": "julia-1.9"}}
     result = process_source("nb.ipynb", json.dumps(julia).encode(), ALL)
@@ -247,3 +249,45 @@ def test_folder_walks_take_notebooks_as_include_and_extend_include_say(tmp_path)
     assert graphfix("leak.ipynb", cwd=tmp_path).returncode == 1  # named explicitly: checked
     (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\ninclude = ["*.py"]\nextend-include = ["*.ipynb"]\n')
     assert graphfix(".", cwd=tmp_path).returncode == 1
+
+
+COLAB_CELLS = [
+    "from google.colab import drive\ndrive.mount('/content/drive')",
+    "cd drive/My\\ Drive\nls\ncd 'Colab Notebooks'",
+    "pip install -q torchvision\nenv\n!nvidia-smi",
+    SETUP,
+    LOOP,
+    "def broken(:\n    pass",
+    "ls = ['a']\nenv = {}\nenv['X'] = ls\npwd\n",
+]
+
+
+def test_colab_automagics_are_magics_and_an_unparsable_cell_is_skipped_with_a_warning(tmp_path):
+    """`cd drive/My\\ Drive`, `ls`, `pip install`, `env` at a line start are IPython automagics (no
+    `%`): neutralised as magics. A cell still not Python is left out, named in a warning, and
+    every other cell is checked and fixed; the skipped and magic cells stay byte-identical."""
+    path = tmp_path / "colab.ipynb"
+    text = notebook(COLAB_CELLS)
+    path.write_text(text, encoding="utf-8")
+    # cells: 1 markdown, 2 and 3 code, 4 markdown, 5 and 6 code, 7 markdown, 8 and 9 code, 10 markdown, 11 code
+    run = graphfix("colab.ipynb", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert run.stdout.decode().startswith("colab.ipynb:cell 8:4:5: GF301 [*] ")
+    assert "colab.ipynb: warning: cell 9 was not checked: cannot parse: invalid syntax (line 1)\n" in run.stderr.decode()
+    assert b"error" not in run.stderr
+    fixed = graphfix("--fix", "colab.ipynb", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    after = code_cells(path.read_text(encoding="utf-8"))
+    assert after[4] == LOOP.replace("+= loss", "+= loss.item()")
+    assert after[:4] + after[5:] == COLAB_CELLS[:4] + COLAB_CELLS[5:]
+
+
+@pytest.mark.parametrize("line, magic", [
+    ("cd drive/My\\ Drive", True), ("ls", True), ("ls -la", True), ("cd ..", True), ("pip install -q x", True),
+    ("env", True), ("    ls  # inside a block", True), ("cd 'Colab Notebooks'", True),
+    ("ls = []", False), ("env['X'] = '1'", False), ("pip.main(['install', 'x'])", False), ("time in t", False),
+    ("run(3)", False), ("history -= 1", False), ("cat: int = 3", False), ("lsx y", False),
+])
+def test_automagic_lines(line, magic):
+    text, replaced = neutralise(line + "\n", lambda: "_p_")
+    assert (replaced == [("_p_", line.strip())]) is magic, (text, replaced)

@@ -98,7 +98,7 @@ def test_junit_has_a_failure_per_finding_and_an_error_per_unreadable_file(projec
     root = ET.fromstring(out.stdout)
     assert (root.tag, root.get("tests"), root.get("failures"), root.get("errors")) == ("testsuites", "2", "1", "1")
     failure = root.find("testsuite[@name='train.py']/testcase/failure")
-    assert failure.get("type") == "GF301" and "train.py:15:5: GF301" in failure.text and "#gf301" in failure.text
+    assert failure.get("type") == "GF301" and "train.py:15:5: GF301" in failure.text and "graphfix explain GF301" in failure.text
     assert root.find("testsuite[@name='broken.py']/testcase/error").get("message").startswith("cannot parse")
     (project / "broken.py").unlink()
     (project / "train.py").write_text(FIXED)

@@ -87,7 +87,8 @@ def test_max_steps_stops_cleanly_and_json_is_a_list(tmp_path: Path) -> None:
     """)
     result = graphfix_run("--max-steps", "3", "--output-format", "json", str(path))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0", "1", "[]"]  # the third step stops before its print
+    assert result.stdout.split() == ["[]"]  # JSON on stdout: the program's prints went to stderr
+    assert "0\n1\n" in result.stderr  # the third step stops before its print
     assert "stopped after 3 optimizer step(s)" in result.stderr
 
 

@@ -26,6 +26,8 @@ SAFE = [
     "-c", "commit.gpgSign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "core.pager=cat",
 ]
 _KEEP = ("GIT_AUTHOR_", "GIT_COMMITTER_")  # who commits: the only GIT_* variables passed on
+# who commits where git knows no one (a fresh machine or CI image): graphfix's own commit only
+FALLBACK_NAME, FALLBACK_EMAIL = "graphfix", "graphfix@localhost"
 
 
 class GitError(Exception):
@@ -87,9 +89,11 @@ def make_branch(root: Optional[str], name: str, changes: Sequence[Change], messa
             blob = git(root, "hash-object", "-w", "--no-filters", "--stdin", data=data).decode().strip()
             git(root, "update-index", "--cacheinfo", f"{modes[change.name]},{blob},{change.name}", env=index)
         tree = git(root, "write-tree", env=index).decode().strip()
-    commit = git(root, "commit-tree", tree, "-p", head, "--no-gpg-sign", "-F", "-", data=message.encode()).decode().strip()
+    identity = _missing_identity(root)
+    commit = git(root, "commit-tree", tree, "-p", head, "--no-gpg-sign", "-F", "-", data=message.encode(), env=identity).decode().strip()
     git(root, "update-ref", "-m", "graphfix --branch", f"refs/heads/{name}", commit, "")  # "": must not exist yet
-    return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){_left_out(changes, modes)}"
+    who = f"; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}> (no git identity configured)" if identity else ""
+    return f"branch {name} ({commit[:12]}): {len(tracked)} file(s){_left_out(changes, modes)}{who}"
 
 
 def _left_out(changes: Sequence[Change], modes: dict[str, str]) -> str:
@@ -132,6 +136,16 @@ def _foreign_git_file(root: str) -> Optional[str]:
     if worktree is not None and os.path.realpath(os.path.join(gitdir, worktree)) == here:  # a submodule
         return None
     return os.path.realpath(gitdir)
+
+
+def _missing_identity(root: str) -> dict:
+    """GIT_AUTHOR_*/GIT_COMMITTER_* naming graphfix for each role git cannot name (``git var``
+    fails as ``git commit`` would: "Author identity unknown"); empty when git knows both."""
+    missing = {}
+    for role in ("AUTHOR", "COMMITTER"):
+        if _maybe(root, "var", f"GIT_{role}_IDENT") is None:
+            missing.update({f"GIT_{role}_NAME": FALLBACK_NAME, f"GIT_{role}_EMAIL": FALLBACK_EMAIL})
+    return missing
 
 
 def _maybe(root: str, *args: str) -> Optional[str]:

@@ -34,7 +34,9 @@ def parser() -> argparse.ArgumentParser:
         description="Run a PyTorch program with the autograd sanitizer on; report graph-lifetime bugs as they happen.",
     )
     parser.add_argument("--max-steps", type=int, default=None, metavar="N", help="stop cleanly after N optimizer steps")
-    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text",
+                        help="json on stdout: the program's own stdout goes to stderr while it runs")
+    parser.add_argument("--output", default=None, metavar="FILE", help="write the findings to FILE, not stdout")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="also print the fix a rule writes from the run's evidence")
     mode.add_argument("--fix", action="store_true", help="apply that fix, re-run the program to verify it, roll it back if the re-run fails")

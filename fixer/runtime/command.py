@@ -1,4 +1,4 @@
-"""``graphfix run [--max-steps N] [--output-format text|json] [--diff | --fix] (SCRIPT | -m MODULE) [ARGS...]``.
+"""``graphfix run [--max-steps N] [--output-format text|json] [--output FILE] [--diff | --fix] (SCRIPT | -m MODULE) [ARGS...]``.
 
 The program runs in this interpreter, as ``python SCRIPT ARGS...`` would run it (``__main__``,
 ``sys.argv``, ``sys.path[0]``), with the sanitizer on; everything after SCRIPT or -m MODULE is
@@ -23,6 +23,7 @@ import time
 from fixer.diff import display_path
 from fixer.runtime import TorchMissing, require_torch
 from fixer.runtime.arguments import parse, parser
+from fixer.runtime.run_output import stdout_to_stderr, summary, write_report
 
 EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 1, 123, 130
 MIN_RERUN_SECONDS, RERUN_FACTOR = 60.0, 10.0  # the re-run's default limit: 10 times the first run, at least 60 s
@@ -103,23 +104,23 @@ def _module_exists(name: str) -> bool:
 def _run(options: argparse.Namespace) -> int:
     from fixer.runtime.launcher import execute
     from fixer.runtime.project import Project
-    from fixer.runtime.report import as_json, text_lines
 
     module = options.module is not None
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
     cwd, began = os.getcwd(), time.monotonic()
-    outcome = execute(target, args, module, options.max_steps)
+    with stdout_to_stderr(options.output_format == "json" and options.output is None):
+        outcome = execute(target, args, module, options.max_steps)
     seconds = time.monotonic() - began
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
     sys.stdout.flush()
-    if options.output_format == "json":
-        print(as_json(outcome.findings))
-    else:
-        for line in text_lines(outcome.findings):
-            print(line)
+    unwritten = write_report(outcome.findings, options.output_format, options.output)
     for failure in outcome.failures:
         print(f"graphfix run: internal error while diagnosing: {failure}", file=sys.stderr)
+    print(summary(target, module, outcome, options.output), file=sys.stderr)
+    if unwritten:
+        print(f"graphfix run: error: {unwritten}", file=sys.stderr)
+        return EXIT_ERROR
     if options.summary:
         from fixer.runtime.verify import write_summary
 

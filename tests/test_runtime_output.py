@@ -1,0 +1,67 @@
+"""`graphfix run`'s report never mixes with the program's prints: JSON on stdout sends the
+program's stdout to stderr, `--output FILE` writes the report to a file; one summary line on
+stderr ends every run, a clean one included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_runtime_cli import graphfix_run, program
+
+pytest.importorskip("torch", reason="graphfix run executes programs, which need torch")
+
+LEAKY = """\
+    import sys, torch
+    w = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    total = 0
+    for step in range(3):
+        opt.zero_grad()
+        loss = (w - 1).pow(2).sum()
+        loss.backward()
+        opt.step()
+        total += loss
+        print("step", step)
+    sys.stdout.flush()
+    import os; os.write(1, b"raw fd 1\\n")
+"""
+
+
+def test_json_on_stdout_is_only_the_report(tmp_path: Path) -> None:
+    program(tmp_path, LEAKY)
+    done = graphfix_run("--output-format", "json", "train.py", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    records = json.loads(done.stdout)  # the program's prints are not in it
+    assert [(r["code"], r["filename"], r["location"]["row"]) for r in records] == [("GF301", "train.py", 10)]
+    assert "step 0\nstep 1\nstep 2\nraw fd 1\n" in done.stderr
+    assert done.stderr.rstrip().splitlines()[-1] == (
+        "graphfix run: watched train.py: 3 iteration(s), 3 optimizer step(s); 1 finding(s); the program exited 0"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_output_file_takes_the_report_and_stdout_stays_the_programs(tmp_path: Path, fmt: str) -> None:
+    program(tmp_path, LEAKY)
+    done = graphfix_run("--output-format", fmt, "--output", "report.out", "train.py", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "step 0\nstep 1\nstep 2\nraw fd 1\n"
+    written = (tmp_path / "report.out").read_text()
+    if fmt == "json":
+        assert json.loads(written)[0]["code"] == "GF301"
+    else:
+        assert written.startswith("train.py:10:5: GF301 ")
+    assert "1 finding(s) (written to report.out); the program exited 0" in done.stderr
+
+
+def test_a_clean_run_says_what_it_watched_and_a_bad_output_is_an_error(tmp_path: Path) -> None:
+    program(tmp_path, LEAKY.replace("total += loss", "total += loss.item()"))
+    done = graphfix_run("--max-steps", "2", "train.py", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "step 0\n", done.stderr
+    assert done.stderr.rstrip().splitlines()[-1] == (
+        "graphfix run: watched train.py: 2 iteration(s), 2 optimizer step(s); 0 finding(s); stopped by --max-steps"
+    )
+    bad = graphfix_run("--output", str(tmp_path / "no" / "such" / "r.json"), "train.py", cwd=tmp_path)
+    assert bad.returncode == 123 and "graphfix run: error: --output " in bad.stderr
