@@ -4,6 +4,7 @@ settings from initializationOptions and workspace/didChangeConfiguration."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +19,7 @@ from fixer.registry import by_code, documentation_url, explanation
 from fixer.rule import Applicability, Diagnostic
 from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
 from fixer.server.settings import EditorSettings, editor_settings, options_for
+from fixer.server.transport import AnsweringProtocol, ChunkedReader
 
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
 QUICK_FIX = lsp.CodeActionKind.QuickFix.value
@@ -25,7 +27,9 @@ QUICK_FIX = lsp.CodeActionKind.QuickFix.value
 
 class GraphfixServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        super().__init__(
+            "graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full, protocol_cls=AnsweringProtocol
+        )
         self.editor = EditorSettings()
         self.shown: set[str] = set()  # problems already shown: a bad setting is told once, not per keystroke
         self.cache: dict[str, Checked] = {}
@@ -201,4 +205,4 @@ def _edit(ls: GraphfixServer, document: TextDocument, lines: Lines, fixed: str) 
 
 
 def serve() -> None:
-    server.start_io()
+    server.start_io(stdin=ChunkedReader(sys.stdin.buffer))

@@ -1,0 +1,93 @@
+"""`graphfix server` against a malformed client, spoken to byte by byte: a lying Content-Length
+and a request whose parameters do not fit must not end the server or leave a request unanswered."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the server extra is not installed")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class RawClient:
+    def __init__(self):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "fixer", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        self.messages: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        stream = self.process.stdout
+        while True:
+            length = 0
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if not line:
+                return
+            self.messages.put(json.loads(stream.read(length)))
+
+    def send_raw(self, data: bytes) -> None:
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: dict) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def answer(self, msg_id: int, timeout: float = 20) -> dict:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                message = self.messages.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+        raise AssertionError(f"request {msg_id} was never answered")
+
+    def start(self) -> None:
+        self.send({"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+        self.answer(1)
+        self.send({"method": "initialized", "params": {}})
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def raw():
+    client = RawClient()
+    client.start()
+    yield client
+    client.close()
+
+
+def test_a_request_with_an_invalid_position_is_answered_with_an_error(raw, tmp_path):
+    uri = (tmp_path / "t.py").as_uri()
+    raw.send({"method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}}})
+    raw.send({"id": 2, "method": "textDocument/hover", "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": -1}}})
+    assert raw.answer(2)["error"]["code"] == -32602  # Invalid Params
+    raw.send({"id": 3, "method": "textDocument/hover", "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+    assert raw.answer(3)["result"] is None  # and the server goes on answering
+
+
+def test_a_huge_content_length_does_not_end_the_server(raw):
+    raw.send_raw(b"Content-Length: 999999999999\r\n\r\n{}")
+    time.sleep(2)  # the old server died here of MemoryError, allocating the claimed length at once
+    assert raw.process.poll() is None
+    raw.process.stdin.close()  # the framing is broken for good: end of input ends the server cleanly
+    assert raw.process.wait(timeout=20) == 0
+    assert b"MemoryError" not in raw.process.stderr.read()
