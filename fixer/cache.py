@@ -150,7 +150,7 @@ class Cache:
                 document = json.loads(handle.read())
             if document.get("format") == FORMAT and isinstance(document["deps"], list) and isinstance(document["entries"], dict):
                 return document["deps"], document["entries"]
-        except (OSError, ValueError, AttributeError, TypeError, KeyError):  # absent or corrupt: start again
+        except (OSError, ValueError, AttributeError, TypeError, KeyError, RecursionError, MemoryError):  # absent or corrupt
             pass
         return [], {}
 
