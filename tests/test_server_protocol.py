@@ -25,6 +25,7 @@ class RawClient:
             stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         self.messages: queue.Queue = queue.Queue()
+        self.passed: list[dict] = []  # what answer() read while waiting for its answer
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -55,6 +56,7 @@ class RawClient:
                 break
             if message.get("id") == msg_id and "method" not in message:
                 return message
+            self.passed.append(message)
         raise AssertionError(f"request {msg_id} was never answered")
 
     def start(self) -> None:
@@ -91,3 +93,24 @@ def test_a_huge_content_length_does_not_end_the_server(raw):
     raw.process.stdin.close()  # the framing is broken for good: end of input ends the server cleanly
     assert raw.process.wait(timeout=20) == 0
     assert b"MemoryError" not in raw.process.stderr.read()
+
+
+def test_quick_changes_are_checked_once_typing_settles(raw, tmp_path):
+    uri = (tmp_path / "train.py").as_uri()
+    text = (ROOT / "fixtures/loss_accumulated_with_graph/plain_loop.before.py").read_text()
+    document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+    raw.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    for version in range(2, 202):
+        change = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text + f"# {version}\n"}]}
+        raw.send({"method": "textDocument/didChange", "params": change})
+    raw.send({"id": 2, "method": "textDocument/hover", "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+    raw.answer(2)
+    published = [m["params"] for m in raw.passed if m.get("method") == "textDocument/publishDiagnostics"]
+    end = time.monotonic() + 20
+    while not published or published[-1]["version"] != 201:
+        assert time.monotonic() < end, "the last version's diagnostics never came"
+        message = raw.messages.get(timeout=end - time.monotonic())
+        if message.get("method") == "textDocument/publishDiagnostics":
+            published.append(message["params"])
+    assert len(published) <= 5  # every superseded version was analysed and published before
+    assert [d["code"] for d in published[-1]["diagnostics"]] == ["GF301"]
