@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import asyncio
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +25,8 @@ from fixer.server.transport import AnsweringProtocol, ChunkedReader
 
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
 QUICK_FIX = lsp.CodeActionKind.QuickFix.value
+NOT_CHECKED = ("cannot parse", "cannot decode", "binary file", "too large to analyse")
+AT_LINE = re.compile(r"\(line (\d+)\)$")
 SETTLE_SECONDS = 0.25  # a buffer is checked once typing pauses this long, not at every keystroke
 
 
@@ -49,20 +52,20 @@ class GraphfixServer(LanguageServer):
                 self.window_show_message(lsp.ShowMessageParams(kind, f"graphfix: {problem}"))
 
     def options(self, uri: str) -> Options:
-        path = to_fs_path(uri) if uri.startswith("file:") else None
+        path = on_disk(uri)
         options, problems = options_for(Path(path) if path else None, self.editor)
         self.tell(problems)
         return options
 
     def path(self, uri: str) -> str:
-        return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+        return on_disk(uri) or uri
 
     def checked(self, document: TextDocument, fresh: bool = False) -> Checked:
         """The findings of the buffer as it is now (cached until its text changes)."""
         cached = self.cache.get(document.uri)
         if fresh or cached is None or cached.text != document.source:
             cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
-            crashes = [e for e in cached.errors if not e.startswith(("cannot parse", "cannot decode"))]
+            crashes = [e for e in cached.errors if not e.startswith(NOT_CHECKED)]
             if crashes:  # a syntax error mid-typing is no news; a rule crash is a bug of ours
                 self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, "; ".join(crashes)))
         return cached
@@ -71,7 +74,7 @@ class GraphfixServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         checked = self.checked(document, fresh)
         lines = Lines(checked.text)
-        diagnostics = [to_lsp(d, lines, document) for d in checked.diagnostics]
+        diagnostics = [to_lsp(d, lines, document) for d in checked.diagnostics] + not_checked(checked)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics, document.version))
 
     def publish_later(self, uri: str) -> None:
@@ -172,6 +175,24 @@ def hover(ls: GraphfixServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
     codes = dict.fromkeys(d.code for d in hits)
     text = "\n\n---\n\n".join(explanation(by_code(code)) for code in codes)
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text), _range(lines, document, hits[0]))
+
+
+def on_disk(uri: str) -> Optional[str]:
+    """The file a ``file:`` URI names; None for other schemes and for a path no file can have
+    (``%00``), which is checked as a buffer not on disk instead of failing in the first ``stat``."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return path if path and "\0" not in path else None
+
+
+def not_checked(checked: Checked) -> list[lsp.Diagnostic]:
+    """One information marker saying why the buffer was not analysed (a syntax error, its size, its
+    encoding): no findings must never look like no bugs."""
+    reasons = [e for e in checked.errors if e.startswith(NOT_CHECKED)]
+    if not reasons:
+        return []
+    line = int(match.group(1)) - 1 if (match := AT_LINE.search(reasons[0])) else 0
+    where = lsp.Range(lsp.Position(line, 0), lsp.Position(line + 1, 0))
+    return [lsp.Diagnostic(where, f"graphfix did not check this file: {reasons[0]}", lsp.DiagnosticSeverity.Information, source="graphfix")]
 
 
 def to_lsp(d: Diagnostic, lines: Lines, document: TextDocument) -> lsp.Diagnostic:
