@@ -5,6 +5,7 @@ JSON lines, SARIF, JUnit XML or a GitLab Code Quality report. Format names follo
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fixer.diff import display_path
@@ -29,8 +30,18 @@ def location(path: str, d: Diagnostic) -> str:
     return f"{display_path(path)}:{cell}{d.line}:{d.col + 1}"
 
 
+# What a checked file's name or quoted source must not send to a terminal: control characters
+# (ESC starts sequences that recolour, hide or retitle), line breaks, bidirectional overrides.
+UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each character a terminal would act on written as its escape (``\\x1b``)."""
+    return UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def text_lines(items: Iterable[Item], unsafe: bool) -> list[str]:
-    return [f"{location(path, d)}: {d.code} {fix_marker(d, unsafe)}{d.message}" for path, d in items]
+    return [printable(f"{location(path, d)}: {d.code} {fix_marker(d, unsafe)}{d.message}") for path, d in items]
 
 
 def _escape_data(text: str) -> str:

@@ -10,7 +10,7 @@ import typer
 
 from fixer.diff import display_path, unified_diff
 from fixer.engine import FileResult
-from fixer.output import render
+from fixer.output import printable, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
 
@@ -66,14 +66,14 @@ def print_problems(results: list[FileResult], quiet: bool) -> None:
     then malformed suppressions (unless quiet), one line each on stderr."""
     for result in results:
         for refusal in result.refused:
-            err(f"{display_path(result.path)}: warning: {refusal}")
+            err(printable(f"{display_path(result.path)}: warning: {refusal}"))
     for result in results:
         for error in result.errors:
-            err(f"{display_path(result.path)}: error: {error}")
+            err(printable(f"{display_path(result.path)}: error: {error}"))
     if not quiet:
         for result in results:
             for line, col, message in result.warnings:
-                err(f"{display_path(result.path)}:{line}:{col}: warning: {message}")
+                err(printable(f"{display_path(result.path)}:{line}:{col}: warning: {message}"))
 
 
 def exit_code(results: list[FileResult], found: int) -> int:

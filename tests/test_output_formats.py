@@ -122,3 +122,48 @@ def test_gitlab_fingerprints_are_stable_unique_and_survive_moved_code(project):
     moved = json.loads(graphfix("--output-format", "gitlab", ".", cwd=project).stdout)
     assert [i["fingerprint"] for i in moved] == [i["fingerprint"] for i in first]
     assert moved[0]["location"]["lines"]["begin"] == 16
+
+
+HOSTILE = "<&\"']]>\x1b[31m\x07\x08\x7f\x0c\x0b\u2028%0A\U0001f600"
+FORMATS = ("text", "json", "json-lines", "sarif", "junit", "gitlab", "github")
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A GF102 finding whose message quotes a line holding every character a format must survive,
+    in a file whose name holds them too (less the line breaks)."""
+    source = (ROOT / "examples/seed002_reused_subgraph.py").read_text()
+    source = source.replace("projected = transform @ offset", f'projected = transform @ offset * len("""{HOSTILE}""")')
+    assert HOSTILE in source
+    (tmp_path / f"e{HOSTILE.replace(chr(0x2028), '')}.py").write_text(source, encoding="utf-8")
+    return tmp_path
+
+
+def strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in strings(item)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_parses_with_hostile_names_and_messages(hostile, fmt):
+    out = graphfix("--output-format", fmt, ".", cwd=hostile)
+    assert out.returncode == 1
+    text = out.stdout.decode("utf-8")
+    if fmt in ("json", "sarif", "gitlab"):
+        assert any(HOSTILE in value for value in strings(json.loads(text)))  # JSON escapes; nothing is lost
+    elif fmt == "json-lines":
+        [record] = [json.loads(line) for line in text.split("\n")[:-1]]
+        assert HOSTILE in record["message"]
+    elif fmt == "junit":
+        failure = ET.fromstring(text).find(".//failure")  # ESC, BEL...: not well-formed XML before
+        assert failure.get("type") == "GF102" and "\\x1b[31m\\x07" in failure.get("message")
+        assert "<&\"']]>" in failure.get("message")
+    elif fmt == "github":
+        [line] = text.split("\n")[:-1]  # a runner splits at LF only
+        assert line.startswith("::error ") and "%250A" in line  # the message's own "%0A" is no line break
+    else:  # text: a terminal gets no control sequence from the checked file
+        [line] = text.split("\n")[:-1]
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", line + out.stderr.decode("utf-8"))
+        assert "\\x1b[31m\\x07" in line and ": GF102 " in line
