@@ -279,6 +279,21 @@ def test_an_edit_in_place_with_its_mtime_put_back_is_seen(project):
     assert (out.returncode, b"GF301" in out.stdout) == (0, False)
 
 
+def test_indexes_of_older_graphfix_code_are_removed_after_a_day(project):
+    graphfix(".", cwd=project)
+    (ours,) = project.glob(".graphfix_cache/*/*.json")
+    folder = ours.parent
+    stale = [folder / ("0" * 16 + "-" + "1" * 32 + ".json"), folder / ("2" * 32 + ".json")]  # another code; the old naming
+    recent, foreign = folder / ("3" * 16 + "-" + "4" * 32 + ".json"), folder / "notes.json"
+    for path in stale + [recent, foreign]:
+        path.write_text("{}")
+    for path in stale + [foreign]:
+        os.utime(path, (time.time() - 2 * 86400,) * 2)
+    (project / "clean.py").write_text(CLEAN + "# changed\n")  # something to write
+    graphfix(".", cwd=project)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([ours.name, recent.name, foreign.name])
+
+
 def test_an_unwritable_cache_folder_leaves_the_run_going(project):
     (project / "file").write_text("")
     out = graphfix("--cache-dir", str(project / "file" / "cache"), ".", cwd=project)  # ENOTDIR, even as root
