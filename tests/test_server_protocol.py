@@ -114,3 +114,22 @@ def test_quick_changes_are_checked_once_typing_settles(raw, tmp_path):
             published.append(message["params"])
     assert len(published) <= 5  # every superseded version was analysed and published before
     assert [d["code"] for d in published[-1]["diagnostics"]] == ["GF301"]
+
+
+def rss_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(status.read().split("VmRSS:")[1].split()[0]) // 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; the allocator trimmed is glibc's")
+def test_a_closed_large_buffer_gives_its_memory_back(raw, tmp_path):
+    uri = (tmp_path / "big.py").as_uri()
+    text = (ROOT / "fixtures/loss_accumulated_with_graph/plain_loop.before.py").read_text() + "".join(f"data{j} = [" + ",".join(map(str, range(1000))) + "]\n" for j in range(300))  # 1.1 MB, parsed
+    raw.send({"id": 2, "method": "textDocument/hover", "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+    raw.answer(2)  # the server has read and run everything a check needs
+    before = rss_mb(raw.process.pid)
+    raw.send({"method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
+    raw.send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
+    raw.send({"id": 3, "method": "shutdown", "params": None})
+    raw.answer(3, timeout=120)  # after the open and the close
+    assert rss_mb(raw.process.pid) - before < 60  # about 300 MB stayed before

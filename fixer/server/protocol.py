@@ -19,6 +19,7 @@ from fixer import __version__
 from fixer.engine import Options
 from fixer.registry import by_code, documentation_url, explanation
 from fixer.rule import Applicability, Diagnostic
+from fixer.server import memory
 from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
 from fixer.server.settings import EditorSettings, editor_settings, options_for
 from fixer.server.transport import AnsweringProtocol, ChunkedReader
@@ -65,6 +66,8 @@ class GraphfixServer(LanguageServer):
         cached = self.cache.get(document.uri)
         if fresh or cached is None or cached.text != document.source:
             cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
+            if len(document.source) > memory.LARGE:
+                memory.release()
             crashes = [e for e in cached.errors if not e.startswith(NOT_CHECKED)]
             if crashes:  # a syntax error mid-typing is no news; a rule crash is a bug of ours
                 self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, "; ".join(crashes)))
@@ -130,6 +133,7 @@ def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
 def did_close(ls: GraphfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
     ls.cancel(params.text_document.uri)
     ls.cache.pop(params.text_document.uri, None)
+    memory.release()
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(params.text_document.uri, []))
 
 
