@@ -22,7 +22,7 @@ from fixer.rule import Applicability, Diagnostic
 from fixer.server import memory
 from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
 from fixer.server.settings import EditorSettings, editor_settings, options_for
-from fixer.server.transport import AnsweringProtocol, ChunkedReader
+from fixer.server.transport import GraphfixProtocol, ChunkedReader
 
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
 QUICK_FIX = lsp.CodeActionKind.QuickFix.value
@@ -34,7 +34,7 @@ SETTLE_SECONDS = 0.25  # a buffer is checked once typing pauses this long, not a
 class GraphfixServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full, protocol_cls=AnsweringProtocol
+            "graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full, protocol_cls=GraphfixProtocol
         )
         self.editor = EditorSettings()
         self.shown: set[str] = set()  # problems already shown: a bad setting is told once, not per keystroke
@@ -132,8 +132,9 @@ def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: GraphfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
     ls.cancel(params.text_document.uri)
-    ls.cache.pop(params.text_document.uri, None)
-    memory.release()
+    closed = ls.cache.pop(params.text_document.uri, None)
+    if closed is not None and len(closed.text) > memory.LARGE:
+        memory.release()  # a full collection costs ~0.1 s: not for every small buffer
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(params.text_document.uri, []))
 
 
