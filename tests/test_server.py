@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -248,3 +249,24 @@ async def test_a_buffer_over_max_file_size_says_it_was_not_checked(client: Langu
     (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nmax-file-size = "100B"\n')
     (note,) = await open_file(client, tmp_path / "train.py", before(GF301))
     assert note.severity == lsp.DiagnosticSeverity.Information and "too large to analyse" in note.message
+
+
+def cli_fix(text: str, *flags: str) -> str:
+    """``graphfix --fix -`` on ``text``, as an editor's format-on-save recipe runs it."""
+    out = subprocess.run(
+        [sys.executable, "-m", "fixer", "--fix", "-", "--stdin-filename", "train.py", "--silent", *flags],
+        input=text.encode("utf-8"), capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )
+    return out.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("variant", ["plain", "crlf", "bom", "no final newline"])
+async def test_fix_all_equals_the_cli_fix_on_the_same_text(client: LanguageClient, tmp_path, variant):
+    text = {
+        "plain": before(GF301), "crlf": before(GF301).replace("\n", "\r\n"),
+        "bom": "\ufeff" + before(GF301), "no final newline": before(GF301).rstrip("\n"),
+    }[variant]
+    path = tmp_path / "train.py"
+    (diagnostic,) = await open_file(client, path, text)
+    (fix_all,) = await actions(client, path.as_uri(), diagnostic, only=["source.fixAll"])
+    assert applied(text, fix_all.edit) == cli_fix(text) != text
