@@ -1,12 +1,12 @@
-"""The LSP side: diagnostics on open/change/save, a quick fix per finding (safe or unsafe, said in
+"""The LSP side: diagnostics on open, on save and once typing settles, a quick fix per finding (safe or unsafe, said in
 its title), the source action ``source.fixAll.graphfix``, hover with the rule's documentation, and
 settings from initializationOptions and workspace/didChangeConfiguration."""
 
 from __future__ import annotations
 
-import sys
 import asyncio
 import re
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +22,7 @@ from fixer.rule import Applicability, Diagnostic
 from fixer.server import memory
 from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
 from fixer.server.settings import EditorSettings, editor_settings, options_for
-from fixer.server.transport import GraphfixProtocol, ChunkedReader
+from fixer.server.transport import ChunkedReader, GraphfixProtocol
 
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
 QUICK_FIX = lsp.CodeActionKind.QuickFix.value
@@ -69,7 +69,7 @@ class GraphfixServer(LanguageServer):
             if len(document.source) > memory.LARGE:
                 memory.release()
             crashes = [e for e in cached.errors if not e.startswith(NOT_CHECKED)]
-            if crashes:  # a syntax error mid-typing is no news; a rule crash is a bug of ours
+            if crashes:  # a buffer not analysed is said on it (not_checked); a rule crash is a bug of ours
                 self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, "; ".join(crashes)))
         return cached
 
