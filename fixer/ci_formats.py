@@ -39,7 +39,7 @@ def section(documentation: str, heading: str) -> str:
 
 
 def _rule_descriptor(rule) -> dict:
-    return {
+    descriptor = {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
@@ -49,6 +49,7 @@ def _rule_descriptor(rule) -> dict:
         "defaultConfiguration": {"level": SARIF_LEVEL[_family(rule.code)]},
         "properties": {"fix_safety": rule.fix_safety},
     }
+    return {key: value for key, value in descriptor.items() if value is not None}  # no page on disk: no link
 
 
 def _artifact(path: str) -> dict:
@@ -105,7 +106,7 @@ def sarif(items: Sequence[Item], errors: Sequence[Error] = ()) -> str:
                     "driver": {
                         "name": "graphfix",
                         "version": __version__,
-                        "informationUri": DOCS_URL,
+                        **({"informationUri": DOCS_URL} if DOCS_URL else {}),
                         "rules": [_rule_descriptor(rule) for rule in rules],
                     }
                 },
@@ -138,7 +139,8 @@ def junit(items: Sequence[Item], errors: Sequence[Error] = ()) -> str:
                 case = ET.SubElement(suite, "testcase", classname=name, name=f"{entry.code} {entry.name}",
                                      file=name, line=str(entry.line))
                 failure = ET.SubElement(case, "failure", message=entry.message, type=entry.code)
-                failure.text = f"{name}:{entry.line}:{entry.col + 1}: {entry.code} {entry.message}\n{rule_url(entry.code)}"
+                finding = f"{name}:{entry.line}:{entry.col + 1}: {entry.code} {entry.message}"
+                failure.text = "\n".join(filter(None, (finding, rule_url(entry.code))))
             else:
                 case = ET.SubElement(suite, "testcase", classname=name, name="could not be checked", file=name)
                 ET.SubElement(case, "error", message=entry).text = f"{name}: error: {entry}"
@@ -166,6 +168,6 @@ def gitlab(items: Sequence[Item]) -> str:
             "fingerprint": digest,
             "severity": GITLAB_SEVERITY[_family(d.code)],
             "location": {"path": name, "lines": {"begin": d.line, "end": d.end_line}},
-            "content": {"body": f"{d.name}: {rule_url(d.code)}"},  # Code Climate's field for more
+            "content": {"body": f"{d.name}: {rule_url(d.code) or 'graphfix explain ' + d.code}"},  # Code Climate's field for more
         })
     return json.dumps(issues, indent=2)

@@ -6,6 +6,7 @@ import ast
 import enum
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator, Optional, Sequence
 
 if TYPE_CHECKING:
@@ -96,11 +97,14 @@ NOT_CODE = (b"#", b">>>", b"...")  # a line starting so is a comment or a doctes
 
 CODE_RE = re.compile(r"^GF\d{3}$")  # the hundreds digit is the family; 0xx: about graphfix's own comments
 # Every rule's documentation: the generated rules page, one anchor per code (docs/rules.md#gf301).
-DOCS_URL = "https://github.com/graphfix/graphfix/blob/main/docs/rules.md"
+# graphfix has no hosted documentation: the page is linked where it is on disk (a source checkout,
+# an editable install), and an installed wheel gives no link rather than one to nowhere.
+RULES_PAGE = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+DOCS_URL: Optional[str] = RULES_PAGE.as_uri() if RULES_PAGE.is_file() else None
 
 
-def rule_url(code: str) -> str:
-    return f"{DOCS_URL}#{code.lower()}"
+def rule_url(code: str) -> Optional[str]:
+    return f"{DOCS_URL}#{code.lower()}" if DOCS_URL else None
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 DOC_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from fixer import ci_formats
+from fixer import rule as rule_module
+from fixer.engine import Options, process_source
+from fixer.output import record
 from fixer.registry import all_rules
 from tests.test_cli import BUGGY, FIXED, ROOT, graphfix
 
@@ -83,7 +87,19 @@ def test_every_documentation_url_points_at_a_rule_on_the_rules_page(project):
     assert len(urls) == 1 + len(all_rules())
     anchors = {f"#{code.lower()}" for code in re.findall(r"^## (GF\d{3})$", RULES_PAGE, re.M)}
     for url in urls:
-        assert url[url.index("#"):] in anchors and url.split("#")[0].endswith("docs/rules.md")
+        assert url[url.index("#"):] in anchors and url.split("#")[0] == (ROOT / "docs/rules.md").as_uri()  # not a site that is not there
+
+
+def test_without_the_rules_page_on_disk_no_output_links_anywhere(monkeypatch):
+    """An installed wheel has no docs/ and graphfix no hosted documentation: no link, a valid report."""
+    jsonschema = pytest.importorskip("jsonschema", reason="validating SARIF needs jsonschema (the test extra)")
+    monkeypatch.setattr(rule_module, "DOCS_URL", None)
+    monkeypatch.setattr(ci_formats, "DOCS_URL", None)
+    [d] = process_source("train.py", BUGGY.encode(), Options(rules=tuple(all_rules()))).diagnostics
+    log = json.loads(ci_formats.sarif([("train.py", d)]))
+    jsonschema.Draft4Validator(json.loads(SCHEMA.read_text(encoding="utf-8"))).validate(log)
+    assert "Uri" not in json.dumps(log).replace("uriBaseId", "").replace("originalUriBaseIds", "")
+    assert record("train.py", d)["url"] is None and "http" not in ci_formats.junit([("train.py", d)]) + ci_formats.gitlab([("train.py", d)])
 
 
 def test_json_lines_is_one_json_record_per_finding(project):
