@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import time
 from typing import Any, Callable, Optional
 
 from fixer import __version__, cache_codec, cache_folder, depends, temp_files
@@ -62,7 +64,12 @@ def settings_key(code: list, rules: list[str], max_file_size: int, root: Optiona
     """The index of the files checked with these engine settings: the rules that run on them
     (after select, ignore and per-file-ignores of their config), ``max-file-size``, and the
     project imports resolve in (a batch's repository; None: the nearest ``.git``, recorded)."""
-    return depends.digest(json.dumps([code, rules, max_file_size, root]).encode())
+    return f"{_code_part(code)}-{depends.digest(json.dumps([code, rules, max_file_size, root]).encode())}"
+
+
+def _code_part(code: list) -> str:
+    """The start of an index's name: the graphfix code it was written by (its stale siblings go)."""
+    return depends.digest(json.dumps(code).encode())[:16]
 
 
 class RunCache:
@@ -137,7 +144,7 @@ class Cache:
                 document = json.loads(handle.read())
             if document.get("format") == FORMAT and isinstance(document["deps"], list) and isinstance(document["entries"], dict):
                 return document["deps"], document["entries"]
-        except (OSError, ValueError, AttributeError, TypeError, KeyError):  # absent or corrupt: start again
+        except (OSError, ValueError, AttributeError, TypeError, KeyError, RecursionError, MemoryError):  # absent or corrupt
             pass
         return [], {}
 
@@ -219,6 +226,27 @@ class Cache:
                 raise
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
+        _prune(os.path.dirname(self.path), os.path.basename(self.path).split("-")[0])
+
+
+# Index names of graphfix's own (``<code>-<settings>.json``, and the older ``<digest>.json``): only
+# those are ever removed from the cache folder.
+_INDEX_NAME = re.compile(r"^(?:([0-9a-f]{16})-)?[0-9a-f]{32}\.json$")
+STALE_SECONDS = 24 * 3600  # another graphfix sharing the folder (pre-commit's and a venv's) keeps its index
+
+
+def _prune(folder: str, code: str) -> None:
+    """Remove the indexes other graphfix code wrote (an upgrade, an edited checkout) that no run
+    has written for a day: each code change left one more index behind, forever."""
+    limit = time.time() - STALE_SECONDS
+    try:
+        with os.scandir(folder) as entries:
+            stale = [e.path for e in entries if (m := _INDEX_NAME.match(e.name)) and m.group(1) != code
+                     and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_mtime < limit]
+        for path in stale:
+            os.unlink(path)
+    except OSError:
+        pass  # another run pruned it first, or the folder is read-only: a later run tries again
 
 
 def _hashable(recorded: Any) -> depends.Fingerprint:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +23,9 @@ SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schem
 # memory, 0xx graphfix's own comments.
 SARIF_LEVEL = {"1": "error", "2": "error", "3": "warning", "0": "note"}
 GITLAB_SEVERITY = {"1": "critical", "2": "major", "3": "minor", "0": "info"}
+# Characters XML 1.0 allows nowhere, not even escaped (ESC, BEL, lone surrogates of undecodable
+# file names): written as Python escapes, so the report parses and still says what was there.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _family(code: str) -> str:
@@ -35,7 +39,7 @@ def section(documentation: str, heading: str) -> str:
 
 
 def _rule_descriptor(rule) -> dict:
-    return {
+    descriptor = {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
@@ -44,6 +48,7 @@ def _rule_descriptor(rule) -> dict:
         "defaultConfiguration": {"level": SARIF_LEVEL[_family(rule.code)]},
         "properties": {"fix_safety": rule.fix_safety},
     }
+    return {key: value for key, value in descriptor.items() if value is not None}  # no page on disk: no link
 
 
 def _artifact(path: str) -> dict:
@@ -140,7 +145,8 @@ def junit(items: Sequence[Item], errors: Sequence[Error] = ()) -> str:
         suite = ET.SubElement(root, "testsuite", name="graphfix", tests="1", failures="0", errors="0")
         ET.SubElement(suite, "testcase", classname="graphfix", name="no findings")
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    document = ET.tostring(root, encoding="unicode")  # control characters only occur in names and messages
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + NOT_XML.sub(lambda m: ascii(m.group())[1:-1], document) + "\n"
 
 
 def gitlab(items: Sequence[Item]) -> str:

@@ -48,12 +48,18 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def signature(st: os.stat_result) -> Optional[tuple[int, int, int]]:
-    """(size, mtime in ns, inode), or None when the file changed too recently to trust it: a
-    second write in the same timestamp tick with the same size would look unchanged (racy git)."""
+def signature(st: os.stat_result) -> Optional[tuple[int, int, int, int]]:
+    """(size, mtime in ns, inode, ctime in ns), or None when the file changed too recently to trust
+    it: a second write in the same timestamp tick with the same size would look unchanged (racy
+    git). The ctime, which no program can set, catches an edit in place of the same size whose
+    mtime was put back (``os.utime``, ``touch -r``, an archive restore)."""
     if time.time() - st.st_mtime < RACY_SECONDS:
         return None
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
+    return stat_tuple(st)
+
+
+def stat_tuple(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def read(path: str) -> bytes:
@@ -305,7 +311,7 @@ def unchanged(path: str, recorded: Fingerprint) -> tuple[bool, Fingerprint]:
     if recorded is None:
         return _unreadable(path, st), recorded
     sig, known = recorded
-    if sig is not None and sig == (st.st_size, st.st_mtime_ns, st.st_ino):
+    if sig is not None and sig == stat_tuple(st):
         return True, recorded
     now = fingerprint(path)
     return (now is not None and now[1] == known), now

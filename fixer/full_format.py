@@ -18,6 +18,7 @@ import os
 from typing import Callable, Iterable, Optional, TextIO
 
 from fixer.diff import display_path
+from fixer.printable import printable
 from fixer.rule import Diagnostic
 
 LinesFor = Callable[[str, Optional[int]], Optional[list[str]]]  # (path, cell) -> the source's lines
@@ -46,8 +47,8 @@ def paint(text: str, style: str, color: bool) -> str:
 def header(path: str, d: Diagnostic, marker: str, color: bool) -> str:
     """``path:line:col: GFxxx [*] message`` (``path:cell N:line:col`` in a notebook)."""
     cell = f"cell {d.cell}:" if d.cell is not None else ""
-    where = f"{display_path(path)}:{cell}{d.line}:{d.col + 1}"
-    return f"{paint(where, BOLD, color)}: {paint(d.code, BOLD + RED, color)} {paint(marker, CYAN, color)}{d.message}"
+    where = printable(f"{display_path(path)}:{cell}{d.line}:{d.col + 1}")
+    return f"{paint(where, BOLD, color)}: {paint(d.code, BOLD + RED, color)} {paint(marker, CYAN, color)}{printable(d.message)}"
 
 
 def full_lines(items: Iterable[tuple[str, Diagnostic]], markers: Callable[[Diagnostic], str], lines_for: LinesFor, color: bool) -> list[str]:
@@ -68,7 +69,7 @@ def _frame(source: list[str], d: Diagnostic, color: bool) -> list[str]:
     gutter = paint(" " * width + " |", BLUE, color)
     frame = [gutter]
     for number in range(first, shown_last + 1):
-        text = source[number - 1].rstrip("\r\n")
+        text = printable(source[number - 1].rstrip("\r\n"))
         frame.append(f"{paint(str(number).rjust(width) + ' |', BLUE, color)} {text}".rstrip())
         if number == d.line:
             end = d.end_col if d.end_line == d.line else len(text.rstrip())

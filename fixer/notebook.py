@@ -55,14 +55,14 @@ class Notebook:
 def parse_notebook(text: str) -> Notebook:
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise NotebookError(f"cannot read notebook: invalid JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError; a 5,000-digit number; nesting too deep
+        raise NotebookError(f"cannot read notebook: invalid JSON ({str(exc) or type(exc).__name__})") from None
     if not isinstance(document, dict):
         raise NotebookError("cannot read notebook: the JSON document is not an object")
     version = document.get("nbformat")
-    if "worksheets" in document or (isinstance(version, int) and version < 4):
+    if "worksheets" in document or (version is not None and (type(version) is not int or version != 4)):
         raise NotebookError(
-            f"cannot read notebook: nbformat {version} is not supported, only nbformat 4 "
+            f"cannot read notebook: nbformat {json.dumps(version)} is not supported, only nbformat 4 "
             "(`jupyter nbconvert --to notebook` converts it)"
         )
     if not isinstance(document.get("cells"), list):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 import codemods
 from fixer.rule import Rule, iter_rule_classes, rule_url
@@ -44,7 +44,7 @@ def explanation(rule: type[Rule]) -> str:
     return f"# {rule.name} ({rule.code})\n\n{rule.documentation}"
 
 
-def documentation_url(rule: type[Rule]) -> str:
+def documentation_url(rule: type[Rule]) -> Optional[str]:
     """The rule's section of the rules page: the one URL scheme of every output (``rule_url``)."""
     return rule_url(rule.code)
 

@@ -15,6 +15,7 @@ from fixer.full_format import color_enabled
 from fixer.notebook import parse_notebook
 from fixer.output import render
 from fixer.source import SourceError, decode, split_lines
+from fixer.printable import printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_FILE_ERROR = 0, 1, 2, 123
 
@@ -99,14 +100,14 @@ def print_problems(results: list[FileResult], quiet: bool) -> None:
     then malformed suppressions (unless quiet), one line each on stderr."""
     for result in results:
         for refusal in result.refused:
-            err(f"{display_path(result.path)}: warning: {refusal}")
+            err(printable(f"{display_path(result.path)}: warning: {refusal}"))
     for result in results:
         for error in result.errors:
-            err(f"{display_path(result.path)}: error: {error}")
+            err(printable(f"{display_path(result.path)}: error: {error}"))
     if not quiet:
         for result in results:
             for line, col, message in result.warnings:  # line 0: the whole file (a notebook's cell)
-                err(f"{display_path(result.path)}{f':{line}:{col}' if line else ''}: warning: {message}")
+                err(printable(f"{display_path(result.path)}{f':{line}:{col}' if line else ''}: warning: {message}"))
 
 
 def exit_code(results: list[FileResult], found: int) -> int:

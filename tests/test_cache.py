@@ -257,6 +257,44 @@ def test_a_corrupt_index_is_ignored_and_rebuilt(project):
         assert str(project / "train.py") in index(project)
 
 
+def test_an_index_nested_too_deep_for_json_is_ignored_and_rebuilt(project):
+    cold = graphfix(".", cwd=project)
+    (target,) = project.glob(".graphfix_cache/*/*.json")
+    target.write_text("[" * 5000 + "]" * 5000)  # RecursionError in json.loads failed every run
+    out = graphfix(".", cwd=project)
+    assert (out.returncode, out.stdout, out.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert str(project / "train.py") in index(project)
+
+
+def test_an_edit_in_place_with_its_mtime_put_back_is_seen(project):
+    """Same size, same inode, same mtime: only the ctime tells the file changed."""
+    path = project / "train.py"
+    graphfix(".", cwd=project)
+    before = os.stat(path)
+    with open(path, "r+b") as handle:  # in place: the inode stays
+        handle.write(path.read_bytes().replace(b"running_loss += loss", b"running_loss += 1.00"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    out = graphfix(".", cwd=project)
+    assert (out.returncode, b"GF301" in out.stdout) == (0, False)
+
+
+def test_indexes_of_older_graphfix_code_are_removed_after_a_day(project):
+    graphfix(".", cwd=project)
+    (ours,) = project.glob(".graphfix_cache/*/*.json")
+    folder = ours.parent
+    stale = [folder / ("0" * 16 + "-" + "1" * 32 + ".json"), folder / ("2" * 32 + ".json")]  # another code; the old naming
+    recent, foreign = folder / ("3" * 16 + "-" + "4" * 32 + ".json"), folder / "notes.json"
+    for path in stale + [recent, foreign]:
+        path.write_text("{}")
+    for path in stale + [foreign]:
+        os.utime(path, (time.time() - 2 * 86400,) * 2)
+    (project / "clean.py").write_text(CLEAN + "# changed\n")  # something to write
+    graphfix(".", cwd=project)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([ours.name, recent.name, foreign.name])
+
+
 def test_an_unwritable_cache_folder_leaves_the_run_going(project):
     (project / "file").write_text("")
     out = graphfix("--cache-dir", str(project / "file" / "cache"), ".", cwd=project)  # ENOTDIR, even as root

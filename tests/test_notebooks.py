@@ -221,6 +221,10 @@ def test_a_notebook_is_written_through_a_temporary_file_renamed_over_it(leak, mo
     (b'{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "cannot read notebook: nbformat 3 is not supported"),
     (b'{"nbformat": 4, "metadata": {}}', "cannot read notebook: no `cells` list"),
     (b'[1, 2]', "cannot read notebook: the JSON document is not an object"),
+    (b'{"cells": ' + b"[" * 5000 + b"]" * 5000 + b"}", "cannot read notebook: invalid JSON"),  # was RecursionError, exit 2
+    (b'{"nbformat": 4, "cells": [], "n": ' + b"9" * 5000 + b"}", "cannot read notebook: invalid JSON"),  # int digit limit
+    (b'{"nbformat": 5, "nbformat_minor": 0, "cells": []}', "cannot read notebook: nbformat 5 is not supported"),
+    (b'{"nbformat": "4", "nbformat_minor": 0, "cells": []}', 'cannot read notebook: nbformat "4" is not supported'),
 ])
 def test_a_malformed_notebook_is_named_and_the_run_goes_on(tmp_path, content, message):
     (tmp_path / "bad.ipynb").write_bytes(content)

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from fixer import ci_formats
+from fixer import rule as rule_module
+from fixer.engine import Options, process_source
+from fixer.output import record
 from fixer.registry import all_rules
 from tests.test_cli import BUGGY, FIXED, ROOT, graphfix
 
@@ -83,7 +87,18 @@ def test_every_documentation_url_points_at_a_rule_on_the_rules_page(project):
     assert len(urls) == 1 + len(all_rules())
     anchors = {f"#{code.lower()}" for code in re.findall(r"^## (GF\d{3})$", RULES_PAGE, re.M)}
     for url in urls:
-        assert url[url.index("#"):] in anchors and url.split("#")[0].endswith("docs/rules.md")
+        assert url[url.index("#"):] in anchors and url.split("#")[0] == (ROOT / "docs/rules.md").as_uri()  # not a site that is not there
+
+
+def test_without_the_rules_page_on_disk_no_output_links_anywhere(monkeypatch):
+    """An installed wheel has no docs/ and graphfix no hosted documentation: no link, a valid report."""
+    jsonschema = pytest.importorskip("jsonschema", reason="validating SARIF needs jsonschema (the test extra)")
+    monkeypatch.setattr(rule_module, "_PAGE_URI", None)
+    [d] = process_source("train.py", BUGGY.encode(), Options(rules=tuple(all_rules()))).diagnostics
+    log = json.loads(ci_formats.sarif([("train.py", d)]))
+    jsonschema.Draft4Validator(json.loads(SCHEMA.read_text(encoding="utf-8"))).validate(log)
+    assert "Uri" not in json.dumps(log).replace("uriBaseId", "").replace("originalUriBaseIds", "")
+    assert record("train.py", d)["url"] is None and "http" not in ci_formats.junit([("train.py", d)]) + ci_formats.gitlab([("train.py", d)])
 
 
 def test_json_lines_is_one_json_record_per_finding(project):
@@ -122,3 +137,48 @@ def test_gitlab_fingerprints_are_stable_unique_and_survive_moved_code(project):
     moved = json.loads(graphfix("--output-format", "gitlab", ".", cwd=project).stdout)
     assert [i["fingerprint"] for i in moved] == [i["fingerprint"] for i in first]
     assert moved[0]["location"]["lines"]["begin"] == 16
+
+
+HOSTILE = "<&\"']]>\x1b[31m\x07\x08\x7f\x0c\x0b\u2028%0A\U0001f600"
+FORMATS = ("text", "json", "json-lines", "sarif", "junit", "gitlab", "github")
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A GF102 finding whose message quotes a line holding every character a format must survive,
+    in a file whose name holds them too (less the line breaks)."""
+    source = (ROOT / "examples/seed002_reused_subgraph.py").read_text()
+    source = source.replace("projected = transform @ offset", f'projected = transform @ offset * len("""{HOSTILE}""")')
+    assert HOSTILE in source
+    (tmp_path / f"e{HOSTILE.replace(chr(0x2028), '')}.py").write_text(source, encoding="utf-8")
+    return tmp_path
+
+
+def strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in strings(item)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_parses_with_hostile_names_and_messages(hostile, fmt):
+    out = graphfix("--output-format", fmt, ".", cwd=hostile)
+    assert out.returncode == 1
+    text = out.stdout.decode("utf-8")
+    if fmt in ("json", "sarif", "gitlab"):
+        assert any(HOSTILE in value for value in strings(json.loads(text)))  # JSON escapes; nothing is lost
+    elif fmt == "json-lines":
+        [record] = [json.loads(line) for line in text.split("\n")[:-1]]
+        assert HOSTILE in record["message"]
+    elif fmt == "junit":
+        failure = ET.fromstring(text).find(".//failure")  # ESC, BEL...: not well-formed XML before
+        assert failure.get("type") == "GF102" and "\\x1b[31m\\x07" in failure.get("message")
+        assert "<&\"']]>" in failure.get("message")
+    elif fmt == "github":
+        [line] = text.split("\n")[:-1]  # a runner splits at LF only
+        assert line.startswith("::error ") and "%250A" in line  # the message's own "%0A" is no line break
+    else:  # text: a terminal gets no control sequence from the checked file
+        [line] = text.split("\n")[:-1]
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", line + out.stderr.decode("utf-8"))
+        assert "\\x1b[31m\\x07" in line and ": GF102 " in line

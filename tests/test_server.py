@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -162,7 +163,9 @@ async def test_changes_are_checked_and_positions_count_as_the_editor_does(client
         lsp.VersionedTextDocumentIdentifier(3, uri), [lsp.TextDocumentContentChangeWholeDocument(text + "loss.backward(\n")]
     )
     await publish(client, lambda: client.text_document_did_change(broken), uri)
-    assert list(client.diagnostics[uri]) == [] and not client.log_messages  # mid-typing: no markers, no error
+    (note,) = client.diagnostics[uri]  # mid-typing: no findings, and one note saying why, no error
+    assert (note.severity, note.code, note.range.start.line) == (lsp.DiagnosticSeverity.Information, None, text.count("\n"))
+    assert note.message.startswith("graphfix did not check this file: cannot parse: ") and not client.log_messages
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module")
@@ -218,3 +221,52 @@ async def test_saving_a_helper_module_updates_its_importers(client: LanguageClie
     save = lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(steps.as_uri()))
     await publish(client, lambda: client.text_document_did_save(save), steps.as_uri(), train.as_uri())
     assert list(client.diagnostics[train.as_uri()]) == []
+
+
+async def test_a_config_that_cannot_be_read_is_told_and_the_defaults_apply(client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b'[project]\nauthors = [{name = "Jos\xe9"}]\n\n[tool.graphfix]\nselect = ["GF3"]\n')
+    assert [d.code for d in await open_file(client, tmp_path / "train.py", before(GF301))] == ["GF301"]
+    assert any("UnicodeDecodeError" in m.message and "using the defaults" in m.message for m in client.messages)
+
+
+async def test_a_buffer_starting_with_a_bom_is_checked_and_fixed(client: LanguageClient, tmp_path):
+    path = tmp_path / "train.py"
+    text = "\ufeff" + before(GF301)
+    (diagnostic,) = await open_file(client, path, text)
+    assert (diagnostic.code, diagnostic.range.start.line, diagnostic.range.start.character) == ("GF301", 14, 4)
+    (quick_fix, fix_all) = await actions(client, path.as_uri(), diagnostic)
+    assert applied(text, quick_fix.edit) == applied(text, fix_all.edit) == "\ufeff" + after(GF301)
+
+
+async def test_a_uri_no_file_can_have_is_checked_as_a_buffer(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "train.py").as_uri().replace("train", "tr%00ain")
+    item = lsp.TextDocumentItem(uri, "python", 1, before(GF301))
+    await publish(client, lambda: client.text_document_did_open(lsp.DidOpenTextDocumentParams(item)), uri)
+    assert [d.code for d in client.diagnostics[uri]] == ["GF301"]
+
+
+async def test_a_buffer_over_max_file_size_says_it_was_not_checked(client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.graphfix]\nmax-file-size = "100B"\n')
+    (note,) = await open_file(client, tmp_path / "train.py", before(GF301))
+    assert note.severity == lsp.DiagnosticSeverity.Information and "too large to analyse" in note.message
+
+
+def cli_fix(text: str, *flags: str) -> str:
+    """``graphfix --fix -`` on ``text``, as an editor's format-on-save recipe runs it."""
+    out = subprocess.run(
+        [sys.executable, "-m", "fixer", "--fix", "-", "--stdin-filename", "train.py", "--silent", *flags],
+        input=text.encode("utf-8"), capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )
+    return out.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("variant", ["plain", "crlf", "bom", "no final newline"])
+async def test_fix_all_equals_the_cli_fix_on_the_same_text(client: LanguageClient, tmp_path, variant):
+    text = {
+        "plain": before(GF301), "crlf": before(GF301).replace("\n", "\r\n"),
+        "bom": "\ufeff" + before(GF301), "no final newline": before(GF301).rstrip("\n"),
+    }[variant]
+    path = tmp_path / "train.py"
+    (diagnostic,) = await open_file(client, path, text)
+    (fix_all,) = await actions(client, path.as_uri(), diagnostic, only=["source.fixAll"])
+    assert applied(text, fix_all.edit) == cli_fix(text) != text

@@ -13,7 +13,7 @@ from typing import Optional
 from fixer.analysis.project import forget_project_files
 from fixer.apply import apply_edits
 from fixer.engine import Options, process_source
-from fixer.rule import Diagnostic
+from fixer.rule import Diagnostic, Edit
 from fixer.source import Source, detect_newline, split_lines
 
 
@@ -29,20 +29,40 @@ def _source(text: str) -> tuple[bytes, Source]:
     return text.encode("utf-8", "surrogatepass"), Source(text, "utf-8", detect_newline(text))
 
 
+def _without_bom(text: str) -> tuple[str, str]:
+    """(the BOM some clients send as the buffer's first character, the code after it): the CLI
+    reads past it, and Python's parser refuses it in text."""
+    return ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+
+
+def _shifted(d: Diagnostic, by: int) -> Diagnostic:
+    """``d`` found in the code after a prefix of ``by`` characters on line 1, placed in the buffer."""
+    def at(line: int, column: int) -> int:
+        return column + by if line == 1 else column
+
+    fix = d.fix and dataclasses.replace(d.fix, edits=tuple(
+        Edit(e.start + by, e.end + by, e.text, (e.location[0], at(*e.location)), (e.end_location[0], at(*e.end_location)))
+        for e in d.fix.edits
+    ))
+    return dataclasses.replace(d, col=at(d.line, d.col), end_col=at(d.end_line, d.end_col), fix=fix)
+
+
 def check(path: str, text: str, options: Options) -> Checked:
     forget_project_files()  # the files the buffer imports may have changed since the last check
-    data, source = _source(text)
+    bom, code = _without_bom(text)
+    data, source = _source(code)
     result = process_source(path, data, dataclasses.replace(options, fix=False, write=False), source)
-    return Checked(text, result.diagnostics, result.errors)
+    return Checked(text, [_shifted(d, len(bom)) for d in result.diagnostics] if bom else result.diagnostics, result.errors)
 
 
 def fix_all(path: str, text: str, options: Options) -> Optional[str]:
     """The buffer with every fix ``options`` allows (safe ones, and unsafe ones if enabled), verified
     as ``--fix`` verifies it (it parses, a second pass converges); None when nothing changes."""
     forget_project_files()
-    data, source = _source(text)
+    bom, code = _without_bom(text)
+    data, source = _source(code)
     result = process_source(path, data, dataclasses.replace(options, fix=True, write=False), source)
-    return result.fixed if result.changed and not result.errors else None
+    return bom + result.fixed if result.changed and not result.errors else None
 
 
 def fix_one(text: str, diagnostic: Diagnostic) -> Optional[str]:
@@ -60,7 +80,7 @@ def fix_one(text: str, diagnostic: Diagnostic) -> Optional[str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(fixed)
+            ast.parse(_without_bom(fixed)[1])
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return fixed if fixed != text else None

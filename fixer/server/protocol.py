@@ -1,9 +1,12 @@
-"""The LSP side: diagnostics on open/change/save, a quick fix per finding (safe or unsafe, said in
+"""The LSP side: diagnostics on open, on save and once typing settles, a quick fix per finding (safe or unsafe, said in
 its title), the source action ``source.fixAll.graphfix``, hover with the rule's documentation, and
 settings from initializationOptions and workspace/didChangeConfiguration."""
 
 from __future__ import annotations
 
+import asyncio
+import re
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -16,19 +19,27 @@ from fixer import __version__
 from fixer.engine import Options
 from fixer.registry import by_code, documentation_url, explanation
 from fixer.rule import Applicability, Diagnostic
+from fixer.server import memory
 from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
 from fixer.server.settings import EditorSettings, editor_settings, options_for
+from fixer.server.transport import ChunkedReader, GraphfixProtocol
 
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
 QUICK_FIX = lsp.CodeActionKind.QuickFix.value
+NOT_CHECKED = ("cannot parse", "cannot decode", "binary file", "too large to analyse")
+AT_LINE = re.compile(r"\(line (\d+)\)$")
+SETTLE_SECONDS = 0.25  # a buffer is checked once typing pauses this long, not at every keystroke
 
 
 class GraphfixServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        super().__init__(
+            "graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full, protocol_cls=GraphfixProtocol
+        )
         self.editor = EditorSettings()
         self.shown: set[str] = set()  # problems already shown: a bad setting is told once, not per keystroke
         self.cache: dict[str, Checked] = {}
+        self.pending: dict[str, asyncio.TimerHandle] = {}  # uri -> its check once typing settles
 
     def configure(self, raw: object) -> None:
         self.editor, problems = editor_settings(raw)
@@ -42,21 +53,23 @@ class GraphfixServer(LanguageServer):
                 self.window_show_message(lsp.ShowMessageParams(kind, f"graphfix: {problem}"))
 
     def options(self, uri: str) -> Options:
-        path = to_fs_path(uri) if uri.startswith("file:") else None
+        path = on_disk(uri)
         options, problems = options_for(Path(path) if path else None, self.editor)
         self.tell(problems)
         return options
 
     def path(self, uri: str) -> str:
-        return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+        return on_disk(uri) or uri
 
     def checked(self, document: TextDocument, fresh: bool = False) -> Checked:
         """The findings of the buffer as it is now (cached until its text changes)."""
         cached = self.cache.get(document.uri)
         if fresh or cached is None or cached.text != document.source:
             cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
-            crashes = [e for e in cached.errors if not e.startswith(("cannot parse", "cannot decode"))]
-            if crashes:  # a syntax error mid-typing is no news; a rule crash is a bug of ours
+            if len(document.source) > memory.LARGE:
+                memory.release()
+            crashes = [e for e in cached.errors if not e.startswith(NOT_CHECKED)]
+            if crashes:  # a buffer not analysed is said on it (not_checked); a rule crash is a bug of ours
                 self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, "; ".join(crashes)))
         return cached
 
@@ -64,8 +77,24 @@ class GraphfixServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         checked = self.checked(document, fresh)
         lines = Lines(checked.text)
-        diagnostics = [to_lsp(d, lines, document) for d in checked.diagnostics]
+        diagnostics = [to_lsp(d, lines, document) for d in checked.diagnostics] + not_checked(checked)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics, document.version))
+
+    def publish_later(self, uri: str) -> None:
+        """Check ``uri`` once no change came for SETTLE_SECONDS: a version superseded meanwhile is
+        never analysed (1,000 quick changes were 1,000 analyses, and no request was read meanwhile)."""
+        self.cancel(uri)
+        self.pending[uri] = asyncio.get_running_loop().call_later(SETTLE_SECONDS, self._settled, uri)
+
+    def cancel(self, uri: str) -> None:
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _settled(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        if uri in self.workspace.text_documents:
+            self.publish(uri)
 
 
 server = GraphfixServer()
@@ -90,7 +119,7 @@ def did_open(ls: GraphfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: GraphfixServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    ls.publish_later(params.text_document.uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
@@ -102,7 +131,10 @@ def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: GraphfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
-    ls.cache.pop(params.text_document.uri, None)
+    ls.cancel(params.text_document.uri)
+    closed = ls.cache.pop(params.text_document.uri, None)
+    if closed is not None and len(closed.text) > memory.LARGE:
+        memory.release()  # a full collection costs ~0.1 s: not for every small buffer
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(params.text_document.uri, []))
 
 
@@ -148,6 +180,24 @@ def hover(ls: GraphfixServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
     codes = dict.fromkeys(d.code for d in hits)
     text = "\n\n---\n\n".join(explanation(by_code(code)) for code in codes)
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text), _range(lines, document, hits[0]))
+
+
+def on_disk(uri: str) -> Optional[str]:
+    """The file a ``file:`` URI names; None for other schemes and for a path no file can have
+    (``%00``), which is checked as a buffer not on disk instead of failing in the first ``stat``."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return path if path and "\0" not in path else None
+
+
+def not_checked(checked: Checked) -> list[lsp.Diagnostic]:
+    """One information marker saying why the buffer was not analysed (a syntax error, its size, its
+    encoding): no findings must never look like no bugs."""
+    reasons = [e for e in checked.errors if e.startswith(NOT_CHECKED)]
+    if not reasons:
+        return []
+    line = int(match.group(1)) - 1 if (match := AT_LINE.search(reasons[0])) else 0
+    where = lsp.Range(lsp.Position(line, 0), lsp.Position(line + 1, 0))
+    return [lsp.Diagnostic(where, f"graphfix did not check this file: {reasons[0]}", lsp.DiagnosticSeverity.Information, source="graphfix")]
 
 
 def to_lsp(d: Diagnostic, lines: Lines, document: TextDocument) -> lsp.Diagnostic:
@@ -201,4 +251,4 @@ def _edit(ls: GraphfixServer, document: TextDocument, lines: Lines, fixed: str) 
 
 
 def serve() -> None:
-    server.start_io()
+    server.start_io(stdin=ChunkedReader(sys.stdin.buffer))

@@ -67,6 +67,9 @@ def options_for(path: Optional[Path], editor: EditorSettings) -> tuple[Options, 
     except ConfigError as exc:
         problems.append(f"{exc}; using the defaults")
         config, settings = None, load(None)
+    except (ValueError, RecursionError, OSError) as exc:  # not UTF-8, nested too deep: told, never fatal
+        problems.append(f"{config}: cannot read: {type(exc).__name__}: {exc}; using the defaults")
+        config, settings = None, load(None)
     select = list(editor.select if editor.select is not None else settings.select)
     ignore = list(editor.ignore if editor.ignore is not None else settings.ignore)
     if config is not None and path is not None:
