@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -229,9 +228,6 @@ class Cache:
         _prune(os.path.dirname(self.path), os.path.basename(self.path).split("-")[0])
 
 
-# Index names of graphfix's own (``<code>-<settings>.json``, and the older ``<digest>.json``): only
-# those are ever removed from the cache folder.
-_INDEX_NAME = re.compile(r"^(?:([0-9a-f]{16})-)?[0-9a-f]{32}\.json$")
 STALE_SECONDS = 24 * 3600  # another graphfix sharing the folder (pre-commit's and a venv's) keeps its index
 
 
@@ -241,7 +237,7 @@ def _prune(folder: str, code: str) -> None:
     limit = time.time() - STALE_SECONDS
     try:
         with os.scandir(folder) as entries:
-            stale = [e.path for e in entries if (m := _INDEX_NAME.match(e.name)) and m.group(1) != code
+            stale = [e.path for e in entries if (m := cache_folder.INDEX_FILE.match(e.name)) and m.group(1) != code
                      and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_mtime < limit]
         for path in stale:
             os.unlink(path)

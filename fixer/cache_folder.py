@@ -17,7 +17,7 @@ import contextlib
 import os
 import re
 import stat
-from typing import Optional
+from typing import Optional, Sequence
 
 from fixer import temp_files
 
@@ -30,21 +30,26 @@ TAG = (
 )
 IGNORE = "# Automatically created by graphfix.\n*\n"
 VERSION_FOLDER = re.compile(r"\d[\w.+-]*\Z")  # 0.1.0, 1.2.0rc1, 0.1.0+local
-INDEX_FILE = re.compile(r"[0-9a-f]{32}\.json\Z")  # fixer.depends.digest of the settings
+# an index: ``<code>-<settings>.json`` (digests of graphfix's code and of the settings), or the older ``<settings>.json``
+INDEX_FILE = re.compile(r"(?:([0-9a-f]{16})-)?[0-9a-f]{32}\.json\Z")
 
 
 class LocationError(Exception):
     """The cache folder chosen may not be used (said in words)."""
 
 
-def choose(flag: Optional[str], configured: Optional[str], config: Optional[str], cwd: str) -> str:
+def choose(flag: Optional[str], configured: Optional[str], config: Optional[str], cwd: str, paths: Sequence[str] = ()) -> Optional[str]:
     """The cache folder, links resolved: ``--cache-dir``, else ``GRAPHFIX_CACHE_DIR``, else the
     config's ``cache-dir`` (relative to the config's folder, and inside it), else ``.graphfix_cache``
-    at the project root (the config's folder, else ``cwd``). Raises LocationError."""
+    at the project root (the config's folder, else ``cwd``), but None (no cache) when one of the
+    ``paths`` checked lies outside that root: a run never writes outside the paths given unless
+    told where. Raises LocationError."""
     root = os.path.dirname(os.path.abspath(config)) if config else os.path.abspath(cwd)
     explicit = flag or os.environ.get("GRAPHFIX_CACHE_DIR")
     if explicit:
         folder = os.path.realpath(os.path.join(cwd, os.path.expanduser(explicit)))
+    elif not configured and any(not _at_or_below(os.path.realpath(os.path.join(cwd, p)), os.path.realpath(root)) for p in paths):
+        return None
     else:
         folder = os.path.realpath(os.path.join(root, configured or FOLDER))
         if not _strictly_below(folder, os.path.realpath(root)):
@@ -63,6 +68,10 @@ def refuse_location(folder: str, project_root: str) -> None:
             raise LocationError(f"{folder} is {what} or a folder above it; the cache needs a folder of its own")
     if os.path.dirname(folder) == folder:
         raise LocationError(f"{folder} is the filesystem root; the cache needs a folder of its own")
+
+
+def _at_or_below(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
 
 
 def _strictly_below(path: str, folder: str) -> bool:

@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import typer
 
@@ -174,7 +174,7 @@ def _dispatch(paths, tree, stdin_filename, diff, fix, fmt, quiet, batch, no_cach
         code = _run_stdin(stdin_filename or "-", resolved.options(os.path.abspath(stdin_filename or "-"), None), diff, fix, fmt, quiet)
         code = EXIT_ERROR if _config_errors(tree) else code
     else:
-        cache = None if no_cache or os.environ.get("GRAPHFIX_NO_CACHE") else _open_cache(cache_dir, tree)
+        cache = None if no_cache or os.environ.get("GRAPHFIX_NO_CACHE") else _open_cache(cache_dir, tree, [*paths, *(repos_in or [])])
         refused = cache is REFUSED_CACHE
         code, changed = _run_files(paths, tree, _split(exclude), workers, fmt, quiet, diff, fix, statistics, batch, repos_in or [],
                                    repos_from or [], report_file, patch_dir, branch, no_progress, interactive, scheduler,
@@ -192,24 +192,25 @@ def _config_errors(tree: ConfigTree) -> bool:
     return bool(tree.errors)
 
 
-def _open_cache(flag: Optional[str], tree: ConfigTree):
-    """The run's result cache, None when it is not used; a folder graphfix may not use is named
-    (the files are still checked, and the run exits 2)."""
+def _open_cache(flag: Optional[str], tree: ConfigTree, paths: list[str]):
+    """The run's result cache, None when it is not used (nowhere given for paths outside the
+    project); a folder graphfix may not use is named (the files are still checked, exit 2)."""
     from fixer.cache import open_run_cache  # a run with --no-cache never imports the cache
     from fixer.cache_folder import LocationError
 
     try:
-        return open_run_cache(_cache_folder(flag, tree), _err)
+        folder = _cache_folder(flag, tree, paths)
+        return None if folder is None else open_run_cache(folder, _err)
     except LocationError as exc:
         _err(f"graphfix: error: the result cache is not used: {exc}")
         return REFUSED_CACHE
 
 
-def _cache_folder(flag: Optional[str], tree: ConfigTree) -> str:
+def _cache_folder(flag: Optional[str], tree: ConfigTree, paths: Sequence[str] = ()) -> Optional[str]:
     from fixer.cache_folder import choose
 
     config = tree.fallback.config
-    return choose(flag, tree.fallback.settings.cache_dir, str(config) if config else None, os.getcwd())
+    return choose(flag, tree.fallback.settings.cache_dir, str(config) if config else None, os.getcwd(), paths)
 
 
 def _run_files(paths, tree, exclude, workers, fmt, quiet, diff, fix, statistics, batch, repos_in, repos_from, report_file, patch_dir, branch, no_progress, interactive=False, scheduler=None, cache=None) -> tuple[int, bool]:
@@ -352,7 +353,7 @@ def clean_command(
     except LocationError as exc:
         _err(f"graphfix: error: {exc}; nothing removed")
         raise typer.Exit(EXIT_ERROR)
-    if not os.path.lexists(folder):
+    if folder is None or not os.path.lexists(folder):
         return
     try:
         kept = clean(folder)

@@ -168,3 +168,18 @@ def test_a_config_graphfix_cannot_read_is_named_and_an_editor_buffer_survives(wo
     filtered = subprocess.run([sys.executable, "-m", "fixer", "--fix", "-", "--stdin-filename", "leak.py"], input=source,
                               cwd=world / "home" / "proj", capture_output=True, env=environment, timeout=120)
     assert filtered.returncode == 2 and filtered.stdout == source  # the editor's buffer, as it came
+
+
+def test_paths_outside_the_project_get_no_cache_unless_one_is_named(world, tmp_path_factory):
+    """C4: from a folder with no config, checking a file elsewhere writes nothing anywhere; a
+    cache named with --cache-dir is still used."""
+    empty = tmp_path_factory.mktemp("empty")
+    target = str(world / "home" / "proj" / "leak.py")
+    before = listing(world / "home")
+    for args in (("--diff", target), (target,)):
+        out = graphfix(*args, cwd=empty, env={"HOME": str(world / "home")})
+        assert out.returncode == 1 and b"running_loss" in out.stdout
+    assert not list(empty.iterdir()) and listing(world / "home") == before
+    named = tmp_path_factory.mktemp("named") / "cache"
+    assert graphfix("--cache-dir", str(named), target, cwd=empty, env={"HOME": str(world / "home")}).returncode == 1
+    assert cache_folder.owned(str(named))
