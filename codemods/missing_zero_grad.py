@@ -75,7 +75,7 @@ from fixer.analysis.protocol import (
     scope_for,
     zeroes_for,
 )
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import LOOPS, Scope, assigned_values, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -366,11 +366,7 @@ def _bound_lambda(ctx: FileContext, func: ast.expr) -> Optional[ast.Lambda]:
     """The lambda a name is bound to, when every binding of it in the file is that one lambda."""
     if not isinstance(func, ast.Name):
         return None
-    values = [
-        node.value
-        for node in statement_index(ctx).assigns
-        if any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)
-    ]
+    values = assigned_values(ctx, func.id)
     return values[0] if len(values) == 1 and isinstance(values[0], ast.Lambda) else None
 
 
