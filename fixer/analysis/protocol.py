@@ -55,10 +55,12 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
     ]
     found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
     if through_calls:
+        listed = {id(f[0]) for f in found}  # (a set: testing each call against the list was quadratic)
         for node in scope_nodes(scope):
-            if isinstance(node, ast.Call) and not any(node is f[0] for f in found):
+            if isinstance(node, ast.Call) and id(node) not in listed:
                 for e in call_events(ctx, scope, node, depth) or ():
                     found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
+                    listed.add(id(e.call))
     events, order = [], {}
     for i, (node, kind, owner, spelling, inner, via) in enumerate(found):
         conditional, holder, child = inner, None, None
