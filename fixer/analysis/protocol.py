@@ -62,7 +62,11 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
                     found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
                     listed.add(id(e.call))
     events, order = [], {}
+    first = min((n.lineno for stmt in block for n in (stmt, *getattr(stmt, "decorator_list", ()))), default=0)
+    last = max((stmt.end_lineno for stmt in block), default=0)
     for i, (node, kind, owner, spelling, inner, via) in enumerate(found):
+        if not first <= (via or node).lineno <= last:
+            continue  # outside the block's lines: no statement of it holds the call (each loop of a module asks)
         conditional, holder, child = inner, None, None
         for parent in _chain(ctx, via or node):
             conditional = conditional or _runs_conditionally(parent, child) and not is_pass_filter(ctx, parent, child)
