@@ -482,15 +482,20 @@ def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator:
     for value in initial:
         if not (isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) or isinstance(value, ast.List) and not value.elts):
             return False
+    return accumulator not in ctx.memo(("used_as_tensors", id(scope.node)), lambda: _used_as_tensors(ctx, scope))
+
+
+def _used_as_tensors(ctx: FileContext, scope: Scope) -> set[str]:
+    """The names the scope uses as tensors (found once a scope, not once a total)."""
+    used: set[str] = set()
     for node in scope_nodes(scope):
-        if isinstance(node, ast.Attribute) and dotted(node.value) == accumulator and node.attr != "append":
-            return False  # total.item(), total.cpu(), ...
-        if isinstance(node, ast.Subscript) and dotted(node.value) == accumulator and isinstance(ctx.parent(node), ast.Attribute):
-            return False  # losses[-1].item()
+        if isinstance(node, ast.Attribute) and node.attr != "append":
+            used.add(dotted(node.value))  # total.item(), total.cpu(), ...
+        if isinstance(node, ast.Subscript) and isinstance(ctx.parent(node), ast.Attribute):
+            used.add(dotted(node.value))  # losses[-1].item()
         if isinstance(node, ast.Call) and (qualified(ctx, node.func) or "").startswith("torch."):
-            if any(dotted(arg) == accumulator for arg in node.args):
-                return False  # torch.stack(losses)
-    return True
+            used.update(dotted(arg) for arg in node.args)  # torch.stack(losses)
+    return used
 
 
 GRAD_MODE_TEXT = re.compile(r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?")

@@ -58,12 +58,20 @@ def _higher_order(ctx, scope, graph, call, own) -> Optional[str]:
         keyword = other.keyword("create_graph")
         if keyword is not None and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
             return "the function computes higher-order gradients (create_graph)"
-    for node in scope_nodes(scope):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPAQUE:
+    for node in ctx.memo(("opaque_or_saved", id(scope.node)), lambda: [n for n in scope_nodes(scope) if _opaque(n) or _saved(n)]):
+        if _opaque(node):  # (the scope's few such nodes found once, not once for each backward)
             return f"the function calls {node.func.id}()"
-        if isinstance(node, ast.Attribute) and (node.attr == "grad_fn" or node.attr.startswith("_saved_")) and _after(node, call.node):
+        if _saved(node) and _after(node, call.node):
             return "saved tensors may be read after the backward"
     return None
+
+
+def _opaque(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPAQUE
+
+
+def _saved(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and (node.attr == "grad_fn" or node.attr.startswith("_saved_"))
 
 
 def _later_backward(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
