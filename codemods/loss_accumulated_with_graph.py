@@ -366,16 +366,24 @@ def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumul
 
 def _derived(graph: GraphFacts, accumulator: str) -> set[str]:
     """The total and every name computed from it (``for old in memory`` takes its elements)."""
-    derived = {accumulator}
-    changed = True
-    while changed:
-        changed = False
-        for name, defs in graph.assignments.items():
-            sources = [stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) and value is None else value for stmt, value in defs]
-            if name not in derived and any(source is not None and _names_in(source) & derived for source in sources):
-                derived.add(name)
-                changed = True
+    users = graph.ctx.memo(("derived_users", id(graph.scope.node)), lambda: _users(graph))  # once a scope, not a total
+    derived, todo = {accumulator}, [accumulator]
+    while todo:
+        for name in users.get(todo.pop(), set()) - derived:
+            derived.add(name)
+            todo.append(name)
     return derived
+
+
+def _users(graph: GraphFacts) -> dict[str, set[str]]:
+    """For each name, the names of the scope given a value computed from it."""
+    users: dict[str, set[str]] = {}
+    for name, defs in graph.assignments.items():
+        for stmt, value in defs:
+            source = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) and value is None else value
+            for used in _names_in(source) if source is not None else ():
+                users.setdefault(used, set()).add(name)
+    return users
 
 
 def _frees_graphs_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
@@ -390,16 +398,21 @@ def _frees_graphs_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
 def _escapes(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
     """The total (or a name computed from it) is returned, stored on an object or passed to a call
     other than a report: its caller may backpropagate it."""
-    derived = _derived(graph, accumulator)
+    return bool(_derived(graph, accumulator) & ctx.memo(("escaping_names", id(scope.node)), lambda: _escaping_names(scope)))
+
+
+def _escaping_names(scope: Scope) -> set[str]:
+    """The names whose values leave the scope: returned, stored on an object, passed to a call."""
+    names: set[str] = set()
     for node in scope_nodes(scope):
-        if isinstance(node, ast.Return) and node.value is not None and _names_in(node.value) & derived:
-            return True
-        if isinstance(node, ast.Assign) and _names_in(node.value) & derived and any(not isinstance(t, ast.Name) for t in node.targets):
-            return True
+        if isinstance(node, ast.Return) and node.value is not None:
+            names |= _names_in(node.value)
+        if isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
+            names |= _names_in(node.value)
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in TERMINAL_CALLS):
-            if getattr(node.func, "attr", None) not in TERMINAL_METHODS and any(dotted(a) in derived for a in node.args):
-                return True
-    return False
+            if getattr(node.func, "attr", None) not in TERMINAL_METHODS:
+                names.update(name for a in node.args if (name := dotted(a)))
+    return names
 
 
 def _differentiable_gradient(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST, depth: int = 3) -> bool:
@@ -474,15 +487,20 @@ def _numeric_use(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator:
     for value in initial:
         if not (isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) or isinstance(value, ast.List) and not value.elts):
             return False
+    return accumulator not in ctx.memo(("used_as_tensors", id(scope.node)), lambda: _used_as_tensors(ctx, scope))
+
+
+def _used_as_tensors(ctx: FileContext, scope: Scope) -> set[str]:
+    """The names the scope uses as tensors (found once a scope, not once a total)."""
+    used: set[str] = set()
     for node in scope_nodes(scope):
-        if isinstance(node, ast.Attribute) and dotted(node.value) == accumulator and node.attr != "append":
-            return False  # total.item(), total.cpu(), ...
-        if isinstance(node, ast.Subscript) and dotted(node.value) == accumulator and isinstance(ctx.parent(node), ast.Attribute):
-            return False  # losses[-1].item()
+        if isinstance(node, ast.Attribute) and node.attr != "append":
+            used.add(dotted(node.value))  # total.item(), total.cpu(), ...
+        if isinstance(node, ast.Subscript) and isinstance(ctx.parent(node), ast.Attribute):
+            used.add(dotted(node.value))  # losses[-1].item()
         if isinstance(node, ast.Call) and (qualified(ctx, node.func) or "").startswith("torch."):
-            if any(dotted(arg) == accumulator for arg in node.args):
-                return False  # torch.stack(losses)
-    return True
+            used.update(dotted(arg) for arg in node.args)  # torch.stack(losses)
+    return used
 
 
 

@@ -63,9 +63,19 @@ from fixer.analysis.call_events import call_events, resolved_callee
 from fixer.analysis.passes import pass_body
 from fixer.analysis.recurring import runs_on_many_iterations
 from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
-from fixer.analysis.protocol import (Event, attached_start, call_loops, block_events, is_docstring, is_optimizer_construction,
-                                      is_plain_step, optimizer_params, optimizer_scopes, scope_for, zeroes_for)
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.protocol import (
+    Event,
+    call_loops,
+    block_events,
+    is_optimizer_construction,
+    is_plain_step,
+    optimizer_params,
+    optimizer_scopes,
+    scope_for,
+    zeroes_for,
+)
+from fixer.analysis.statement_moves import attached_start, is_docstring
+from fixer.analysis.scopes import LOOPS, Scope, assigned_values, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -358,11 +368,7 @@ def _bound_lambda(ctx: FileContext, func: ast.expr) -> Optional[ast.Lambda]:
     """The lambda a name is bound to, when every binding of it in the file is that one lambda."""
     if not isinstance(func, ast.Name):
         return None
-    values = [
-        node.value
-        for node in statement_index(ctx).assigns
-        if any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)
-    ]
+    values = assigned_values(ctx, func.id)
     return values[0] if len(values) == 1 and isinstance(values[0], ast.Lambda) else None
 
 

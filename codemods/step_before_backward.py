@@ -54,13 +54,12 @@ from fixer.analysis.protocol import (
     is_loop_body,
     is_plain_step,
     is_update_companion,
-    movable,
     optimizer_params,
     optimizer_scopes,
-    statement_lines,
     touches_grads,
     zeroes_for,
 )
+from fixer.analysis.statement_moves import movable, statement_lines
 from fixer.analysis.scopes import Scope
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule

@@ -71,7 +71,7 @@ from fixer.analysis.bindings import imported_names, module_names
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.graph import GraphFacts, Kind, facts
-from fixer.analysis.protocol import is_docstring
+from fixer.analysis.statement_moves import is_docstring
 from fixer.analysis.graph_reuse import (
     assigned_names,
     derived_names,

@@ -55,19 +55,16 @@ from typing import Iterator, Optional
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.protocol import (
     Event,
-    attached_start,
     block_events,
     blocks,
-    is_docstring,
     is_loop_body,
     is_plain_step,
-    movable,
     optimizer_params,
     optimizer_scopes,
-    statement_lines,
     touches_grads,
     zeroes_for,
 )
+from fixer.analysis.statement_moves import attached_start, is_docstring, movable, statement_lines
 from fixer.analysis.scopes import Scope
 from fixer.context import FileContext
 from fixer.nodes import walk

@@ -10,15 +10,15 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
-from fixer import depends
+from fixer import depends, fixpass
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.analysis.project import STEP_CALL, imports_matching, set_root
-from fixer.fixcheck import EditMap, Key, Matcher, line_starts, span
+from fixer.fixpass import Outcome, PassFailed
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
-from fixer.rule import BACKWARD_CALL, Diagnostic, Rule
+from fixer.rule import BACKWARD_CALL, Diagnostic, Edit, Rule
 from fixer.source import Source, SourceError, WriteError, decode, encode, write_atomic
 from fixer.suppress import find_suppressions, suppressions_of
 
@@ -94,10 +94,6 @@ def _check(rule: type[Rule], ctx: FileContext) -> list[Diagnostic]:
     return list(rule().check(ctx))
 
 
-class PassFailed(Exception):
-    """A pass of fixes that leaves the file unchanged: the message says why."""
-
-
 def fix_text(
     path: str, text: str, diagnostics: list[Diagnostic], options: Options, newline: str, rules: Sequence[type[Rule]]
 ) -> tuple[str, list[Diagnostic], list[str]]:
@@ -114,7 +110,7 @@ def fix_text(
             kept = [replace(d, fix=None, fix_refused=refused[d]) if d in refused else d for d in remaining]
             return current, kept, []
         try:
-            new, found, origins, refusals = _checked_pass(path, current, remaining, chosen, options, newline, rules)
+            new, found, origins, refusals = checked_pass(path, current, remaining, chosen, options, newline, rules)
         except PassFailed as exc:
             return text, diagnostics, [str(exc)]
         if new == current and not refusals:
@@ -126,23 +122,16 @@ def fix_text(
     return text, diagnostics, [f"fixes did not converge after {MAX_PASSES} passes; file left unchanged"]
 
 
-def _checked_pass(
+def checked_pass(
     path: str, current: str, before: list[Diagnostic], chosen: list[Diagnostic], options: Options, newline: str,
     rules: list[type[Rule]],
-) -> tuple[str, list[Diagnostic], list[Optional[Diagnostic]], dict[Diagnostic, str]]:
-    """Apply the ``chosen`` fixes to ``current`` (whose findings are ``before``). Returns the new text,
-    its findings, the finding of ``current`` each one stands for (None: new) and the fixes refused
-    because they bring in a new finding, with why. All fixes are tried at once; only when that brings
-    in a finding are they added one by one, each kept only if it brings in none. A rule that fixes a
-    chain over passes (the link before the one moved is found next) may bring in its own code, as
-    long as it goes on to fix it: the next pass checks that fix. So may a fix that leaves a band-aid
-    needless (a ``cleans_up`` rule's finding on code the fix did not touch, fixed by that rule in
-    the next pass); a band-aid the fix itself writes is refused as any other new finding."""
-    matcher = Matcher(current, before)
+) -> Outcome:
+    """Apply the ``chosen`` fixes to ``current`` (whose findings are ``before``), each kept only if it
+    brings in no new finding (fixer/fixpass.py). Returns the new text, its findings, the finding of
+    ``current`` each one stands for (None: new) and the fixes refused, with why."""
 
-    def attempt(fixes: list[Diagnostic]) -> tuple[str, list[Diagnostic], list[tuple[Optional[Diagnostic], Key]]]:
+    def analyse(fixes: list[Diagnostic], edits: list[Edit]) -> tuple[str, list[Diagnostic]]:
         codes = ", ".join(sorted({d.code for d in fixes}))
-        edits = [edit for d in fixes for edit in d.fix.edits]
         try:
             new = apply_edits(current, edits)
         except ValueError as exc:  # a rule's fix with edits that collide: never guess an order
@@ -154,40 +143,10 @@ def _checked_pass(
             raise PassFailed(f"fix by {codes} produced invalid code ({exc.msg}, line {exc.lineno}); file left unchanged")
         if crashes:
             raise PassFailed("; ".join(crashes))
-        return new, found, matcher.origins(new, found, edits)
+        return new, found
 
-    full = attempt(chosen)
-    if all(old is not None for old, _ in full[2]):
-        return full[0], full[1], [old for old, _ in full[2]], {}
-    outcome, accepted, refusals = (current, before, [(d, None) for d in before]), [], {}
     cleanups = {rule.code for rule in rules if rule.cleans_up}
-    for diagnostic in chosen:
-        fixes = accepted + [diagnostic]
-        trial = full if len(fixes) == len(chosen) else attempt(fixes)
-        earlier = {key for old, key in outcome[2] if old is None}  # brought in by the fixes kept so far
-        introduced = [
-            d for d, (old, key) in zip(trial[1], trial[2])
-            if old is None and key not in earlier
-            and not (
-                (d.code == diagnostic.code or d.code in cleanups and _untouched(d, trial[0], fixes))
-                and select_fixes([d], options.unsafe)
-            )
-        ]
-        if introduced:
-            first = introduced[0]
-            refusals[diagnostic] = (
-                f"{diagnostic.code}'s fix (line {diagnostic.line}) would introduce {first.code} ({first.name}) "
-                f"at line {first.line}; not applied"
-            )
-        else:
-            outcome, accepted = trial, fixes
-    return outcome[0], outcome[1], [old for old, _ in outcome[2]], refusals
-
-
-def _untouched(diagnostic: Diagnostic, new: str, fixes: list[Diagnostic]) -> bool:
-    """The finding's text (in ``new``, the text after ``fixes``) neither lies in nor touches what
-    their edits wrote: the fixes changed what is around it (made a band-aid needless), not it."""
-    return not EditMap(edit for fix in fixes for edit in fix.fix.edits).writes_into(*span(diagnostic, line_starts(new)))
+    return fixpass.checked_pass(current, before, chosen, options.unsafe, cleanups, analyse)
 
 
 def _activate(text: str, options: Options, rules: list[type[Rule]], path: str) -> None:

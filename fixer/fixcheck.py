@@ -45,8 +45,11 @@ class EditMap:
         self._new_starts = [start for start, _ in self._new]
 
     def writes_into(self, start: int, end: int) -> bool:
-        """The range [start, end] of the text after the edits overlaps or touches what they wrote."""
-        return any(start <= new_end and new_start <= end for new_start, new_end in self._new)
+        """The range [start, end] of the text after the edits overlaps or touches what they wrote.
+        The replacements are disjoint and in order, so their ends ascend: the last one starting
+        at or before ``end`` is the only one to test."""
+        index = bisect.bisect_right(self._new_starts, end) - 1
+        return index >= 0 and start <= self._new[index][1]
 
     def back(self, offset: int) -> tuple[int, int]:
         """The range [lo, hi] of offsets before the edits that ``offset`` after them stands for."""
@@ -70,11 +73,13 @@ class Matcher:
     def __init__(self, before_text: str, before: Sequence[Diagnostic]) -> None:
         starts = line_starts(before_text)
         self._exact: dict[tuple[str, int, int], Diagnostic] = {}
-        self._by_code: dict[str, list[tuple[int, int, Diagnostic]]] = {}
-        for diagnostic in before:
+        self._by_code: dict[str, list[tuple[int, int, int, Diagnostic]]] = {}  # (start, order, end, finding), sorted
+        for order, diagnostic in enumerate(before):
             start, end = span(diagnostic, starts)
             self._exact.setdefault((diagnostic.code, start, end), diagnostic)
-            self._by_code.setdefault(diagnostic.code, []).append((start, end, diagnostic))
+            self._by_code.setdefault(diagnostic.code, []).append((start, order, end, diagnostic))
+        for spans in self._by_code.values():
+            spans.sort(key=lambda item: item[:2])
 
     def origins(self, after_text: str, after: Sequence[Diagnostic], edits: Iterable[Edit]) -> list[tuple[Optional[Diagnostic], Key]]:
         """For each finding ``after`` the edits: the finding before them it stands for (None: it is
@@ -89,10 +94,17 @@ class Matcher:
             if start_lo == start_hi and end_lo == end_hi:
                 found.append((self._exact.get((diagnostic.code, start_lo, end_lo)), key))
                 continue
-            old = next(
-                (old for s, e, old in self._by_code.get(diagnostic.code, ())
-                 if start_lo <= s <= start_hi and end_lo <= e <= end_hi),
-                None,
-            )
-            found.append((old, key))
+            found.append((self._first_within(diagnostic.code, start_lo, start_hi, end_lo, end_hi), key))
         return found
+
+    def _first_within(self, code: str, start_lo: int, start_hi: int, end_lo: int, end_hi: int) -> Optional[Diagnostic]:
+        """The first finding (in the order given) of ``code`` starting in [start_lo, start_hi] and
+        ending in [end_lo, end_hi]: those starting there are found by bisection, not by a scan."""
+        spans = self._by_code.get(code, [])
+        index = bisect.bisect_left(spans, (start_lo, -1))  # (start, order) decide: orders differ
+        matches = []
+        while index < len(spans) and spans[index][0] <= start_hi:
+            if end_lo <= spans[index][2] <= end_hi:
+                matches.append(spans[index][1:])
+            index += 1
+        return min(matches, key=lambda item: item[0])[2] if matches else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 from fixer.apply import select_fixes
-from fixer.engine import MAX_PASSES, Options, PassFailed, _checked_pass
+from fixer.engine import MAX_PASSES, Options, PassFailed, checked_pass
 from fixer.rule import Diagnostic, Rule
 
 
@@ -103,7 +103,7 @@ def review(
         if not accepted:
             break
         try:
-            new, found, origins, refusals = _checked_pass(path, text, findings, accepted, options, newline, rules)
+            new, found, origins, refusals = checked_pass(path, text, findings, accepted, options, newline, rules)
         except PassFailed as exc:
             problems.append(str(exc).replace("file left unchanged", "these fixes were not applied"))
             note(problems[-1])

@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
 from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitions, leaf_only
-from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
 from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.project import imported_class
@@ -170,7 +170,7 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
     graph = facts(ctx, scope)
     nodes = scope_nodes(scope)
     for it in its:
-        body_nodes = [n for n in nodes if inside(ctx, n, it.node) and not _in_header(ctx, n, it.node)]
+        body_nodes = [n for n in nodes_inside(ctx, scope, nodes, it.node) if not _in_header(ctx, n, it.node)]
         backward_stmt = ctx.statement_of(it.backward.node)
         feeding = Feeding(ctx, it.body, it.backward.target, backward_stmt)
         for name, defs in sorted(_stored_names(ctx, graph, it).items()):

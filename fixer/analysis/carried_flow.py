@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import walk_local
+from fixer.analysis.scopes import Scope, walk_local
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -50,6 +50,18 @@ def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
     if hasattr(node, "end_lineno") and hasattr(container, "end_lineno"):
         return contains(container, node)
     return any(parent is container for parent in ctx.ancestors(node))
+
+
+def nodes_inside(ctx: FileContext, scope: Scope, nodes: list[ast.AST], loop: ast.AST) -> list[ast.AST]:
+    """The nodes of ``nodes`` (the scope's, in preorder) inside ``loop``: the run that follows it,
+    not a test of every node of the scope for each loop of it."""
+    at = ctx.memo(("node_order", id(scope.node)), lambda: {id(n): i for i, n in enumerate(nodes)}).get(id(loop))
+    if at is None:
+        return [n for n in nodes if inside(ctx, n, loop)]
+    end = at + 1
+    while end < len(nodes) and inside(ctx, nodes[end], loop):
+        end += 1
+    return nodes[at + 1 : end]
 
 
 def position(node: ast.AST) -> tuple[int, int]:

@@ -133,7 +133,8 @@ class GraphFacts:
         (a value carried around a loop)."""
         defs = self.assignments.get(name, [])
         position = (at.lineno, at.col_offset)
-        before = [d for d in defs if (d[0].lineno, d[0].col_offset) < position and not _contains(d[0], at)]
+        around = {id(at), *map(id, self.ctx.ancestors(at))}  # a statement holding ``at`` (a loop header) is not before it
+        before = [d for d in defs if (d[0].lineno, d[0].col_offset) < position and id(d[0]) not in around]
         if not before:
             return defs
         chosen = [before[-1]]
@@ -357,10 +358,6 @@ def _promote(kind: Kind) -> Kind:
 
 def _requires_grad_true(call: ast.Call) -> bool:
     return any(k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
-
-
-def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    return any(node is inner for node in walk(outer)) if outer is not inner else True
 
 
 def facts(ctx: FileContext, scope: Scope) -> GraphFacts:

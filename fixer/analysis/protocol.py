@@ -55,12 +55,18 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
     ]
     found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
     if through_calls:
+        listed = {id(f[0]) for f in found}  # (a set: testing each call against the list was quadratic)
         for node in scope_nodes(scope):
-            if isinstance(node, ast.Call) and not any(node is f[0] for f in found):
+            if isinstance(node, ast.Call) and id(node) not in listed:
                 for e in call_events(ctx, scope, node, depth) or ():
                     found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
+                    listed.add(id(e.call))
     events, order = [], {}
+    first = min((n.lineno for stmt in block for n in (stmt, *getattr(stmt, "decorator_list", ()))), default=0)
+    last = max((stmt.end_lineno for stmt in block), default=0)
     for i, (node, kind, owner, spelling, inner, via) in enumerate(found):
+        if not first <= (via or node).lineno <= last:
+            continue  # outside the block's lines: no statement of it holds the call (each loop of a module asks)
         conditional, holder, child = inner, None, None
         for parent in _chain(ctx, via or node):
             conditional = conditional or _runs_conditionally(parent, child) and not is_pass_filter(ctx, parent, child)
@@ -322,36 +328,6 @@ def zeroes_for(ctx: FileContext, zeroed: str, optimizer: str) -> Optional[bool]:
     if stepped is None:
         return None
     return True if any(_related(zeroed, model) or zeroed.startswith(model + ".") for model in stepped) else None
-
-
-# --- moving statements with their comments ------------------------------------------------
-
-
-def attached_start(ctx: FileContext, stmt: ast.stmt) -> int:
-    """Offset of the first of the comment lines directly above ``stmt`` (same indent, no blank line)."""
-    line = stmt.lineno
-    indent = ctx.indent_of(stmt.lineno)
-    while line > 1:
-        above = ctx.lines[line - 2]
-        if above.strip().startswith("#") and ctx.indent_of(line - 1) == indent:
-            line -= 1
-        else:
-            break
-    return ctx.line_start(line)
-
-
-def statement_lines(ctx: FileContext, first: ast.stmt, last: ast.stmt) -> tuple[int, int]:
-    """(start, end) offsets of whole lines from ``first``'s attached comments to ``last``'s end."""
-    return attached_start(ctx, first), ctx.line_end(last.end_lineno)
-
-
-def movable(ctx: FileContext, stmt: ast.stmt, owner: ast.AST) -> bool:
-    """Alone on its lines, and not on the line of its block's header (``for x in y: step()``)."""
-    return ctx.is_own_line(stmt) and stmt.lineno > getattr(owner, "lineno", 0)
-
-
-def is_docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def is_update_companion(stmt: ast.stmt) -> bool:

@@ -41,7 +41,7 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
         return None
     from fixer.analysis.importers import importer_calls, project_call_sites
 
-    if not re.search(r"\b%s\b" % re.escape(node.name), ctx.source[: ctx.offset(node.lineno, 0)] + _after(ctx, node)) and not importer_calls(ctx, scope):
+    if not _mentioned_outside(ctx, node) and not importer_calls(ctx, scope):
         return None  # not mentioned outside its own definition, nor called by a file importing it
     position = parameter_position(scope, name)
     if position is None:
@@ -67,8 +67,14 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
 _STARRED = ast.Starred()
 
 
-def _after(ctx: FileContext, node: ast.AST) -> str:
-    return ctx.source[ctx.offset(node.end_lineno, node.end_col_offset):]
+def _mentioned_outside(ctx: FileContext, node: ast.FunctionDef) -> bool:
+    """The function's name occurs as a word before its ``def`` line or after its end. The file's
+    word counts answer a name found only in its own definition without searching the whole text
+    once a function, which made a file of many functions quadratic."""
+    start, end = ctx.offset(node.lineno, 0), ctx.offset(node.end_lineno, node.end_col_offset)
+    if node.name.isascii() and word_counts(ctx)[node.name] == _WORD.findall(ctx.source, start, end).count(node.name):
+        return False  # each word of the name lies in the definition: none before or after it
+    return bool(re.search(r"\b%s\b" % re.escape(node.name), ctx.source[:start] + ctx.source[end:]))
 
 
 def parameter_position(scope: Scope, name: str) -> Optional[int]:
@@ -127,22 +133,34 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
     cls = scope.class_node
     if word_counts(ctx)[function] < 2:
         return  # the text names it only where it is defined (a cheap test before any walk)
-    named = re.compile(r"\b%s\b" % re.escape(function))
-    for caller in scopes(ctx):
-        if not ctx.mentions(caller.node, named):
-            continue  # only the scopes whose lines name it are walked
-        self_name = caller.self_name if cls is not None and caller.class_node is cls else None
-        for node in scope_nodes(caller):
-            if cls is None and isinstance(node, ast.Name) and node.id == function and node is not scope.node:
-                parent = ctx.parent(node)
-                yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
-            elif cls is not None and isinstance(node, ast.Attribute) and node.attr == function:
-                receiver = node.value
-                if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls) \
-                        and not _the_class(ctx, receiver, cls):
-                    continue  # another object's method of the same name
-                parent = ctx.parent(node)
-                yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
+    for caller, node in _uses(ctx).get((cls is not None, function), ()):
+        if cls is not None:
+            receiver, self_name = node.value, caller.self_name if caller.class_node is cls else None
+            if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls) \
+                    and not _the_class(ctx, receiver, cls):
+                continue  # another object's method of the same name
+        parent = ctx.parent(node)
+        yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
+
+
+def _uses(ctx: FileContext) -> dict[tuple[bool, str], list[tuple[Scope, ast.AST]]]:
+    """Every name (False, id) and attribute (True, attr) of the file, with its scope, in scope
+    order: one walk, where looking for each function's uses anew was quadratic in the functions."""
+
+    def compute() -> dict[tuple[bool, str], list[tuple[Scope, ast.AST]]]:
+        uses: dict[tuple[bool, str], list[tuple[Scope, ast.AST]]] = {}
+        for caller in scopes(ctx):
+            for node in scope_nodes(caller):
+                if isinstance(node, ast.Name):
+                    uses.setdefault((False, node.id), []).append((caller, node))
+                elif isinstance(node, ast.Attribute):
+                    uses.setdefault((True, node.attr), []).append((caller, node))
+        return uses
+
+    return ctx.memo("retained_callers_uses", compute)
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _the_class(ctx: FileContext, receiver: ast.Name, cls: ast.ClassDef) -> bool:
@@ -153,7 +171,7 @@ def _the_class(ctx: FileContext, receiver: ast.Name, cls: ast.ClassDef) -> bool:
 
 def word_counts(ctx: FileContext) -> "collections.Counter[str]":
     """How often each identifier occurs in the file's text (one scan)."""
-    return ctx.memo("word_counts", lambda: collections.Counter(re.findall(r"[A-Za-z_]\w*", ctx.source)))
+    return ctx.memo("word_counts", lambda: collections.Counter(_WORD.findall(ctx.source)))
 
 
 def _instances(ctx: FileContext, caller: Scope, cls: ast.ClassDef) -> set[str]:

@@ -58,12 +58,20 @@ def _higher_order(ctx, scope, graph, call, own) -> Optional[str]:
         keyword = other.keyword("create_graph")
         if keyword is not None and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
             return "the function computes higher-order gradients (create_graph)"
-    for node in scope_nodes(scope):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPAQUE:
+    for node in ctx.memo(("opaque_or_saved", id(scope.node)), lambda: [n for n in scope_nodes(scope) if _opaque(n) or _saved(n)]):
+        if _opaque(node):  # (the scope's few such nodes found once, not once for each backward)
             return f"the function calls {node.func.id}()"
-        if isinstance(node, ast.Attribute) and (node.attr == "grad_fn" or node.attr.startswith("_saved_")) and _after(node, call.node):
+        if _saved(node) and _after(node, call.node):
             return "saved tensors may be read after the backward"
     return None
+
+
+def _opaque(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPAQUE
+
+
+def _saved(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and (node.attr == "grad_fn" or node.attr.startswith("_saved_"))
 
 
 def _later_backward(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
@@ -81,18 +89,29 @@ def _reached_later(ctx, scope, graph: GraphSources, expr: ast.expr, at: ast.AST,
     them when ``at`` follows it, only those from a previous iteration when ``at`` precedes it in a
     loop around both."""
     if _after(at, call):
-        return set(graph.of(expr, at).defs)
+        return set(_built(ctx, scope, graph, expr, at)[0])
     shared = set(map(id, enclosing_loops(ctx, at, scope))) & set(map(id, enclosing_loops(ctx, call, scope)))
-    return set(graph.of(expr, at).back_defs) if shared else set()
+    return set(_built(ctx, scope, graph, expr, at)[1]) if shared else set()
+
+
+def _built(ctx, scope, graph: GraphSources, expr: ast.expr, at: ast.AST) -> tuple[frozenset[int], frozenset[int]]:
+    """The statements building ``expr``'s graph at ``at``, and those of them reached from a previous
+    iteration: asked again for every backward call of the scope, so found once."""
+
+    def compute() -> tuple[frozenset[int], frozenset[int]]:
+        found = graph.of(expr, at)
+        return frozenset(found.defs), frozenset(found.back_defs)
+
+    return ctx.memo(("retained_built", id(scope.node), id(expr), id(at)), compute)
 
 
 def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
-    local = set(graph.graph.assignments)
-    for node in scope_nodes(scope):
-        for value, what in _escaping_values(ctx, scope, graph, node, call, local):
-            # a statement of the graph that stores (``self.h = self.net(x)``) stores part of it
-            if id(node) in own.defs or set(graph.of(value, node).defs) & own.defs.keys():
-                return f"a value of its graph {what} (line {node.lineno})"
+    for node, value, what, after in _escapes(ctx, scope, graph):
+        if after and not _after(node, call.node):
+            continue
+        # a statement of the graph that stores (``self.h = self.net(x)``) stores part of it
+        if id(node) in own.defs or _built(ctx, scope, graph, value, node)[0] & own.defs.keys():
+            return f"a value of its graph {what} (line {node.lineno})"
     for name in _names_read_elsewhere(ctx, scope):
         if set(graph.of_anywhere(name).defs) & own.defs.keys():
             return f"`{name}` is read by another function, which may backpropagate through it"
@@ -109,35 +128,46 @@ def returned_only_for_numbers(ctx: FileContext, scope: Scope, node: ast.Return, 
     return slot is not None and callers_only_read(ctx, scope, slot)
 
 
-def _escaping_values(ctx, scope, graph, node, call, local: set[str]) -> Iterator[tuple[ast.expr, str]]:
+def _escapes(ctx, scope, graph) -> list[tuple[ast.AST, ast.expr, str, bool]]:
+    """(node, value, how it escapes, only after the backward) for each value of the scope that may
+    leave it, in order: found once for the scope, not once for each of its backward calls."""
+
+    def compute() -> list[tuple[ast.AST, ast.expr, str, bool]]:
+        local = set(graph.graph.assignments)
+        return [(node, *escape) for node in scope_nodes(scope) for escape in _escaping_values(ctx, scope, graph, node, local)]
+
+    return ctx.memo(("retained_escapes", id(scope.node)), compute)
+
+
+def _escaping_values(ctx, scope, graph, node, local: set[str]) -> Iterator[tuple[ast.expr, str, bool]]:
     if isinstance(node, ast.Return) and node.value is not None:
         # each part of the result escapes unless every caller drops it or only reads numbers from it
         parts = list(enumerate(node.value.elts)) if isinstance(node.value, ast.Tuple) else [(None, node.value)]
         for slot, part in parts:
             if not callers_only_read(ctx, scope, slot):
-                yield part, "is returned"
+                yield part, "is returned", False
     elif isinstance(node, (ast.Yield, ast.YieldFrom)) and node.value is not None:
-        yield node.value, "is returned"
+        yield node.value, "is returned", False
     elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             for element in walk(target):
                 if isinstance(element, ast.Attribute) and isinstance(element.ctx, ast.Store):
                     if not _field_for_numbers(ctx, scope, node, element):
-                        yield node.value, f"is stored on `{dotted(element) or 'an object'}`"
+                        yield node.value, f"is stored on `{dotted(element) or 'an object'}`", False
                 elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and not _owned(element, local):
-                    yield node.value, "is stored in a container this function does not own"
+                    yield node.value, "is stored in a container this function does not own", False
                 elif isinstance(element, ast.Name) and element.id in _declared_global(scope):
-                    yield node.value, f"is stored in the global `{element.id}`"
+                    yield node.value, f"is stored in the global `{element.id}`", False
     elif isinstance(node, ast.Call):
         func = node.func
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if isinstance(func, ast.Attribute) and func.attr in MUTATORS and not _owned(func.value, local):
             for argument in arguments:
-                yield argument, f"is added to `{dotted(func.value) or 'a container'}`"
-        elif _after(node, call.node) and not _harmless(ctx, graph, node):
+                yield argument, f"is added to `{dotted(func.value) or 'a container'}`", False
+        elif not _harmless(ctx, graph, node):  # escapes if the call comes after the backward
             for argument in arguments:
-                yield argument, f"is passed to `{dotted(func) or 'a function'}` after the backward"
+                yield argument, f"is passed to `{dotted(func) or 'a function'}` after the backward", True
 
 
 READING_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "detach", "size", "dim", "numel"})
@@ -267,14 +297,21 @@ def _owned(node: ast.expr, local: set[str]) -> bool:
 
 
 def _declared_global(scope: Scope) -> set[str]:
-    return {n for node in scope_nodes(scope) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    def compute() -> set[str]:
+        return {n for node in scope_nodes(scope) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+
+    return compute() if scope.ctx is None else scope.ctx.memo(("declared_global", id(scope.node)), compute)
 
 
 def _names_read_elsewhere(ctx: FileContext, scope: Scope) -> set[str]:
     """Names of this scope read by a nested function or lambda (or, for the module, by any function)."""
-    if isinstance(scope.node, ast.Module):  # a function's own parameters and locals are not the module's names
-        return {name for s in scopes(ctx) if s.node is not scope.node for name in _loads(s.node) - _own_locals(s)}
-    return {name for node in scope_nodes(scope) if isinstance(node, NESTED) for name in _loads(node)}
+
+    def compute() -> set[str]:
+        if isinstance(scope.node, ast.Module):  # a function's own parameters and locals are not the module's names
+            return {name for s in scopes(ctx) if s.node is not scope.node for name in _loads(s.node) - _own_locals(s)}
+        return {name for node in scope_nodes(scope) if isinstance(node, NESTED) for name in _loads(node)}
+
+    return ctx.memo(("names_read_elsewhere", id(scope.node)), compute)
 
 
 def _loads(root: ast.AST) -> set[str]:

@@ -95,6 +95,19 @@ def scopes(ctx: FileContext) -> list[Scope]:
     return statement_index(ctx).scopes
 
 
+def assigned_values(ctx: FileContext, name: str) -> list[ast.expr]:
+    """The values of the file's ``name = ...`` statements (a plain name among the targets), in order."""
+
+    def compute() -> dict[str, list[ast.expr]]:
+        values: dict[str, list[ast.expr]] = {}
+        for node in statement_index(ctx).assigns:
+            for target in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
+                values.setdefault(target, []).append(node.value)
+        return values
+
+    return ctx.memo("assigned_values", compute).get(name, [])
+
+
 def walk_local(nodes: Iterable[ast.AST], include_root: bool = False, ctx: Optional[FileContext] = None) -> Iterator[ast.AST]:
     """Every node under ``nodes`` in source order, stopping at nested functions, classes and
     lambdas (which are yielded themselves but not entered). Records parent links in ``ctx``."""
