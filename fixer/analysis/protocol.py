@@ -5,6 +5,7 @@ statement can be moved with the comments attached to it."""
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -50,23 +51,13 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
     ``through_calls``, also the events inside project functions the block calls (``call_events``),
     in the callee's order, at the statement holding the call."""
     positions = {id(stmt): i for i, stmt in enumerate(block)}
-    found: list[tuple[ast.Call, str, Optional[str], str, bool, Optional[ast.Call]]] = [
-        (call.node, "backward", None, call.kind, False, None) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
-    ]
-    found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
-    if through_calls:
-        listed = {id(f[0]) for f in found}  # (a set: testing each call against the list was quadratic)
-        for node in scope_nodes(scope):
-            if isinstance(node, ast.Call) and id(node) not in listed:
-                for e in call_events(ctx, scope, node, depth) or ():
-                    found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
-                    listed.add(id(e.call))
+    found, lines = _scope_events(ctx, scope, through_calls, depth)
     events, order = [], {}
     first = min((n.lineno for stmt in block for n in (stmt, *getattr(stmt, "decorator_list", ()))), default=0)
     last = max((stmt.end_lineno for stmt in block), default=0)
-    for i, (node, kind, owner, spelling, inner, via) in enumerate(found):
-        if not first <= (via or node).lineno <= last:
-            continue  # outside the block's lines: no statement of it holds the call (each loop of a module asks)
+    # only the calls on the block's lines (each block of a module asks: a scan of all was quadratic)
+    for _, i in lines[bisect.bisect_left(lines, (first,)):bisect.bisect_right(lines, (last, len(found)))]:
+        node, kind, owner, spelling, inner, via = found[i]
         conditional, holder, child = inner, None, None
         for parent in _chain(ctx, via or node):
             conditional = conditional or _runs_conditionally(parent, child) and not is_pass_filter(ctx, parent, child)
@@ -81,6 +72,27 @@ def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_
         events.append(event)
         order[id(event)] = i
     return sorted(events, key=lambda e: (e.index, e.site.lineno, e.site.col_offset, order[id(e)]))
+
+
+def _scope_events(ctx: FileContext, scope: Scope, through_calls: bool, depth: int) -> tuple[list[tuple], list[tuple[int, int]]]:
+    """The scope's backward and optimizer calls (and, ``through_calls``, those inside the project
+    functions it calls, at the call), once a scope: (the calls, their (line, index) sorted)."""
+
+    def compute() -> tuple[list[tuple], list[tuple[int, int]]]:
+        found: list[tuple[ast.Call, str, Optional[str], str, bool, Optional[ast.Call]]] = [
+            (call.node, "backward", None, call.kind, False, None) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
+        ]
+        found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
+        if through_calls:
+            listed = {id(f[0]) for f in found}  # (a set: testing each call against the list was quadratic)
+            for node in scope_nodes(scope):
+                if isinstance(node, ast.Call) and id(node) not in listed:
+                    for e in call_events(ctx, scope, node, depth) or ():
+                        found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
+                        listed.add(id(e.call))
+        return found, sorted(((f[5] or f[0]).lineno, i) for i, f in enumerate(found))
+
+    return ctx.memo(("scope_events", id(scope.node), through_calls, depth), compute)
 
 
 def _alone_in(ctx: FileContext, holder: ast.stmt, call: ast.Call) -> bool:
