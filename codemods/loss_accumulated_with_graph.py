@@ -64,9 +64,9 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
-from fixer.analysis.grad_mode import records_gradients, switches_grad_mode
+from fixer.analysis.grad_mode import records_gradients
 from fixer.analysis.graph_reuse import inside
-from fixer.analysis.reported import TERMINAL_CALLS, TERMINAL_METHODS, only_reported
+from fixer.analysis.reported import TERMINAL_CALLS, TERMINAL_METHODS, evaluation_loop, fed_by_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.instances import instance_class, keeps_argument
 from fixer.analysis.names import dotted, last_name, qualified
@@ -78,7 +78,6 @@ from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, s
 from fixer.analysis.importers import project_call_sites
 from fixer.analysis.retained_callers import argument_of, parameter_position
 from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
-from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Diagnostic, Edit, Rule
@@ -128,13 +127,14 @@ class LossAccumulatedWithGraph(Rule):
             if _escapes(ctx, scope, graph, accumulator) and _differentiable_gradient(ctx, graph, value, stmt):
                 continue  # a returned sum of create_graph=True gradients is meant to be backpropagated
             iteration = _iteration(ctx, scope, stmt)
-            if evaluation_only and not _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
+            if evaluation_only and not (evaluation_loop(ctx, scope, graph, stmt, accumulator, value, _is_accumulation_of)
+                                        and fed_by_graph(graph, value, stmt)):
                 continue
             if evaluation_only:
                 evaluation = True
             elif _frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
                 evaluation = False
-            elif _evaluation_loop(ctx, scope, graph, stmt, accumulator, value):
+            elif evaluation_loop(ctx, scope, graph, stmt, accumulator, value, _is_accumulation_of):
                 evaluation = True
             elif _calls_training_method(ctx, scope, iteration):
                 evaluation = False
@@ -503,26 +503,6 @@ def _used_as_tensors(ctx: FileContext, scope: Scope) -> set[str]:
     return used
 
 
-
-
-def _evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str, value: ast.expr) -> bool:
-    """``val_loss += loss`` in a loop that does not backpropagate, in a function that records gradients (its own backward, a
-    step function's, or its callers': grad_mode) and never switches the mode, when the total is a local only printed, logged,
-    turned into a number or returned to callers that do so: each batch's graph lives until the loop ends."""
-    training = backward_calls(ctx, scope) + training_calls(ctx, scope)  # its own backward, or a step function's
-    if "." in accumulator or not enclosing_loops(ctx, stmt, scope):
-        return False
-    if switches_grad_mode(ctx, scope):
-        return False  # the function switches gradient recording itself
-    if not any(not under_no_grad(ctx, call.node) for call in training) and not records_gradients(ctx, scope):
-        return False  # nothing shows that this function runs with gradients on
-    if not graph.carries_graph(value, stmt):
-        return False
-    if isinstance(scope.node, ast.Module) and any(
-        isinstance(n, ast.Name) and n.id == accumulator for other in scopes(ctx) if other.node is not scope.node for n in scope_nodes(other)
-    ):
-        return False  # a function of this module reads the total
-    return only_reported(ctx, scope, graph, accumulator, stmt, 2, _is_accumulation_of)
 
 
 def _instance_method(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[Scope]:

@@ -90,8 +90,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 continue
             step = _next_step(ctx, events, zero)
             backward = _previous_backward(events, zero, step)
-            if step is None or backward is None or step.call.lineno in _steps_before_backward(ctx):
-                continue  # GF202: the step comes before its own backward, the zero_grad is in place
+            if step is None or backward is None or not is_plain_step(step) or step.call.lineno in _steps_before_backward(ctx):
+                continue  # step(closure) runs its own backward; GF202: the step comes before its own backward
             objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
             between = block[backward.index + 1 : step.index]
             if any(touches_grads(ctx, stmt, objects) for stmt in between if stmt is not block[zero.index]):
