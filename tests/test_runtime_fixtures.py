@@ -49,6 +49,10 @@ SILENT_GAPS = {
 }
 _NOT_A_SUM = "the constant gradient enters the loss through a non-linear term, which the run cannot tell from data (FGSM's sign(), a PGD step)"
 WATCHED_GAPS: dict[str, str] = {
+    "loss_accumulated_with_graph/eval_called_while_recording": (
+        "the validation total holds its batches' graphs only while validation runs, between two optimizer steps, "
+        "and dies with the next one; the run's leak check looks for graphs that outlive optimizer steps"
+    ),
     "loss_accumulated_with_graph/trainer_metric_lists": (
         "reported where the epoch's mean is kept (its graph reaches the epoch's steps); the static rule at the append of "
         "each step's loss the mean is built from"

@@ -247,7 +247,7 @@ class Protocol(Observer):
                     f"its {len(again)} later runs each used the gradient of an earlier iteration: call step() after backward()"
                 )
                 found.append(Finding.at("GF202", message, step, "", [step]))
-            elif all(kind == "wiped" for kind, _ in opt.steps):
+            elif all(kind == "wiped" for kind, _ in opt.steps) and not opt.closure:  # a closure makes its own gradient
                 zero, step, site = opt.wipes[-1]
                 wipe = Piece.at("wiped by", zero.stack, zero.iteration + 1)  # the call to move, where it is
                 filled = Piece("gradient from", site[0][0].co_filename, site[0][1], None, _text(site[0]))
