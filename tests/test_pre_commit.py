@@ -100,6 +100,9 @@ def test_the_readme_snippet_pins_the_release_tag_and_runs_as_written(hooks_repo,
     config = snippet.replace("https://YOUR-HOST/graphfix.git", str(hooks_repo))
     assert config != snippet
     (project / ".pre-commit-config.yaml").write_text("repos:\n" + config)
+    (project / "vendor").mkdir()
+    (project / "vendor" / "train.py").write_text(BUGGY)  # staged, but the configuration excludes it
+    (project / "graphfix.toml").write_text('extend-exclude = ["vendor"]\n')
     git("add", "-A", cwd=project)
     env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
     env.pop("PYTHONPATH", None)
@@ -107,3 +110,4 @@ def test_the_readme_snippet_pins_the_release_tag_and_runs_as_written(hooks_repo,
     assert done.returncode == 1, done.stdout + done.stderr
     assert "train.py:15:5: GF301" in done.stdout and "files were modified by this hook" in done.stdout
     assert (project / "train.py").read_text() == FIXED
+    assert "vendor" not in done.stdout and (project / "vendor" / "train.py").read_text() == BUGGY  # --force-exclude
