@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixer import cli, engine
+from fixer import cli, engine, stdin_run
 from tests.test_cli import BUGGY, FIXED, ROOT, graphfix
 
 UNSAFE_ONLY = (ROOT / "examples/seed004_zero_grad_order.py").read_text()
@@ -70,7 +70,7 @@ def test_an_internal_error_on_stdin_exits_2_and_echoes_the_buffer(files, capsys,
     def boom(*args, **kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(cli, "process_source", boom)
+    monkeypatch.setattr(stdin_run, "process_source", boom)  # the stdin check (fixer/stdin_run.py)
 
     class Stdin:
         buffer = io.BytesIO(BUGGY.encode())
