@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.server_start import message, read_message
+from tests.lsp_stdio import stdio_server
 
 ROOT = Path(__file__).resolve().parent.parent
 NEOVIM = ROOT / "docs/editors/neovim.lua"
@@ -123,42 +123,24 @@ def test_the_vscode_settings_drive_the_server_as_the_extension_does(tmp_path):
     env = {**os.environ, "PATH": f"{shim(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}"}
     env.pop("PYTHONPATH", None)
     command = shutil.which(settings["glspc.server.command"], path=env["PATH"])
-    server = subprocess.Popen([command, *settings["glspc.server.commandArguments"]], cwd=tmp_path, env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     path = tmp_path / "train.py"
     path.write_text(BUGGY)
     uri = path.as_uri()
-
-    def send(payload: dict) -> None:
-        server.stdin.write(message({"jsonrpc": "2.0", **payload}))
-        server.stdin.flush()
-
-    def until(wanted) -> dict:
-        while not wanted(answer := read_message(server.stdout)):
-            pass
-        return answer
-
-    try:
-        send({"id": 1, "method": "initialize", "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
-                                                          "initializationOptions": settings["glspc.server.initializationOptions"]}})
-        until(lambda m: m.get("id") == 1)
-        send({"method": "initialized", "params": {}})
-        send({"method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": uri, "languageId": settings["glspc.server.languageId"][0], "version": 1, "text": BUGGY}}})
-        published = until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+    command = [command, *settings["glspc.server.commandArguments"]]
+    with stdio_server(command, cwd=tmp_path, env=env, stderr=subprocess.DEVNULL) as server:
+        server.send(id=1, method="initialize", params={"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+                                                       "initializationOptions": settings["glspc.server.initializationOptions"]})
+        server.until(lambda m: m.get("id") == 1)
+        server.send(method="initialized", params={})
+        server.send(method="textDocument/didOpen", params={"textDocument": {
+            "uri": uri, "languageId": settings["glspc.server.languageId"][0], "version": 1, "text": BUGGY}})
+        published = server.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
         assert [d["code"] for d in published["params"]["diagnostics"]] == ["GF301"]
         on_save = list(settings["editor.codeActionsOnSave"])
-        send({"id": 2, "method": "textDocument/codeAction", "params": {
+        server.send(id=2, method="textDocument/codeAction", params={
             "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": [], "only": on_save}}})
-        actions = until(lambda m: m.get("id") == 2)["result"]
+            "context": {"diagnostics": [], "only": on_save}})
+        actions = server.until(lambda m: m.get("id") == 2)["result"]
         assert [a["kind"] for a in actions] == on_save
         assert apply(BUGGY, actions[0]["edit"]["changes"][uri]) == FIXED
-        send({"id": 3, "method": "shutdown"})
-        send({"method": "exit"})
-        server.stdin.close()
-        assert server.wait(timeout=60) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+        assert server.stop() == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pygls", reason="the server extra is not installed (pip install '.[server]')")
-from benchmarks.server_start import message, read_message  # noqa: E402
+from tests.lsp_stdio import stdio_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("fixer.cli", "fixer.engine", "fixer.registry", "fixer.analysis", "codemods", "fixer.server.buffer",
@@ -39,24 +39,14 @@ class Imports:
         return sorted({n for n in list(self.names) if n.startswith(HEAVY)})
 
 
-def wait_for(server, wanted) -> dict:
-    while True:
-        answer = read_message(server.stdout)
-        if wanted(answer):
-            return answer
-
-
 def test_initialize_is_answered_before_the_engine_is_imported(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "fixer", "server"], cwd=tmp_path, env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    imports = Imports(server.stderr)
-    try:
-        server.stdin.write(message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                    "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
-                                               "initializationOptions": {"select": ["GF3"]}}}))
-        server.stdin.flush()
-        answer = wait_for(server, lambda m: m.get("id") == 1)
+    command = [sys.executable, "-X", "importtime", "-m", "fixer", "server"]
+    with stdio_server(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE) as server:
+        imports = Imports(server.process.stderr)
+        server.send(id=1, method="initialize", params={"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+                                                       "initializationOptions": {"select": ["GF3"]}})
+        answer = server.until(lambda m: m.get("id") == 1)
         assert answer["result"]["capabilities"]["codeActionProvider"] and answer["result"]["capabilities"]["hoverProvider"]
         time.sleep(0.5)  # anything the answer set off would be imported meanwhile
         assert "pygls.lsp.server" in imports.names and "fixer.server.protocol" in imports.names
@@ -64,18 +54,10 @@ def test_initialize_is_answered_before_the_engine_is_imported(tmp_path):
         # then the engine comes, and the server works as before
         path = tmp_path / "train.py"
         path.write_text(BUGGY)
-        server.stdin.write(message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        server.stdin.write(message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": BUGGY}}}))
-        server.stdin.flush()
-        published = wait_for(server, lambda m: m.get("method") == "textDocument/publishDiagnostics")
+        server.send(method="initialized", params={})
+        server.send(method="textDocument/didOpen", params={"textDocument": {
+            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": BUGGY}})
+        published = server.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
         assert [d["code"] for d in published["params"]["diagnostics"]] == ["GF301"]
         assert "fixer.engine" in imports.heavy() and "typer" not in imports.heavy()  # the CLI is never imported
-        server.stdin.write(message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
-        server.stdin.write(message({"jsonrpc": "2.0", "method": "exit"}))
-        server.stdin.close()
-        assert server.wait(timeout=60) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+        assert server.stop() == 0
