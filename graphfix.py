@@ -14,6 +14,6 @@ from fixer.runtime import watch
 __all__ = ["__version__", "watch"]
 
 if __name__ == "__main__":  # the CLI (typer) is imported only when run as a program
-    from fixer.cli import main
+    from fixer.launch import main
 
     main()

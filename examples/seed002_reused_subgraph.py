@@ -11,7 +11,7 @@ criterion = torch.nn.MSELoss()
 target = torch.tensor([1.0, 0.0], dtype=torch.float64)
 transform = torch.eye(2, dtype=torch.float64, requires_grad=True)
 offset = torch.ones(2, dtype=torch.float64, requires_grad=True)
-projected = transform @ offset  # built once, outside the loop
+projected = transform @ offset  # the offset, projected
 
 for iteration in range(2):
     output = transform @ (target + projected)

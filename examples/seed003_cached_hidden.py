@@ -19,7 +19,7 @@ cached = []
 for step in range(10):
     hidden = encoder(features)
     prediction = head(hidden)
-    cached.append(hidden)  # kept with its graph for the next steps
+    cached.append(hidden)  # kept for the next steps
     if step > 0:
         prediction = prediction + cached[0].mean()
     loss = criterion(prediction, target)

@@ -29,9 +29,9 @@ criterion = nn.MSELoss()
 for epoch in range(3):
     loss = criterion(model(inputs), labels)
     loss.backward()
-    optimizer.zero_grad()  # wipes the gradients step() is about to use
+    optimizer.zero_grad()  # clear the gradients
     optimizer.step()
-    print(f"epoch {epoch}: loss {loss.item():.4f}")  # the same every epoch
+    print(f"epoch {epoch}: loss {loss.item():.4f}")  # this epoch's loss
 
 accumulation_steps = 2
 for start in range(0, len(inputs), accumulation_steps):
@@ -40,5 +40,5 @@ for start in range(0, len(inputs), accumulation_steps):
         batch = start + offset
         loss = criterion(model(inputs[batch : batch + 1]), labels[batch : batch + 1])
         loss.backward()
-    loss.backward()  # the last micro-batch's graph is already freed
+    loss.backward()  # once more, after the micro-batches
     optimizer.step()

@@ -1,3 +1,3 @@
 """graphfix: find and fix PyTorch autograd graph-lifetime bugs."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,3 +1,3 @@
-from fixer.cli import main
+from fixer.launch import main
 
 main()

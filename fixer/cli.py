@@ -31,6 +31,7 @@ from fixer.output import FORMATS
 from fixer.registry import all_rules, by_code, explanation, rules_page, unknown_selectors
 from fixer.rule import rule_url
 from fixer.hierarchy import ConfigTree, Flags
+from fixer.ignore import compile_patterns
 from fixer.interactive import Terminal, review_results, usage_problem
 from fixer import reporting, stdin_filter
 from fixer.reporting import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err as _err
@@ -84,6 +85,7 @@ def check(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Config to read for every file: pyproject.toml ([tool.graphfix]), graphfix.toml or .graphfix.toml."),
     no_gitignore: bool = typer.Option(False, "--no-respect-gitignore", help="Also check files .gitignore excludes."),
+    force_exclude: Optional[bool] = typer.Option(None, "--force-exclude/--no-force-exclude", help="Apply exclude also to paths named explicitly (and --stdin-filename), as pre-commit names them."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if anything was fixed."),
     statistics: bool = typer.Option(False, "--statistics", help="Print a count per rule instead of each finding."),
@@ -125,7 +127,7 @@ def check(
     base = Options(rules=(), fix=bool(diff or fix or patch_dir or branch), write=fix and not interactive, verbose=verbose)
     flags = Flags(
         select=tuple(selectors) or None, ignore=tuple(ignores) or None, unsafe_fixes=unsafe_fixes,
-        max_file_size=max_file_size, respect_gitignore=not no_gitignore, base=base,
+        max_file_size=max_file_size, respect_gitignore=not no_gitignore, force_exclude=force_exclude, base=base,
     )
     tree = _tree(config, flags)
     settings = tree.fallback.settings  # the run's own settings: output format and jobs
@@ -164,7 +166,8 @@ def _dispatch(paths, tree, stdin_filename, diff, fix, fmt, quiet, batch, no_cach
         if len(paths) > 1 or batch:
             _usage("'-' (stdin) cannot be combined with other paths or batch options")
         resolved = (tree.for_file(stdin_filename) if stdin_filename else None) or tree.fallback
-        code = stdin_filter.run_stdin(stdin_filename or "-", resolved.options(os.path.abspath(stdin_filename or "-"), None), diff, fix, fmt, quiet)
+        name = os.path.abspath(stdin_filename or "-")
+        code = stdin_filter.run_stdin(stdin_filename or "-", resolved.options(name, None), diff, fix, fmt, quiet, resolved.force_excluded(name, compile_patterns(_split(exclude)) if exclude else None))
         code = EXIT_ERROR if _config_errors(tree) else code
     else:
         cache = None if no_cache or os.environ.get("GRAPHFIX_NO_CACHE") else _open_cache(cache_dir, tree, [*paths, *(repos_in or [])])

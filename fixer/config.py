@@ -38,6 +38,7 @@ class Settings:
     include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))  # files a folder walk takes
     extend_include: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
+    force_exclude: bool = False  # exclude also applies to paths named explicitly (ruff's force-exclude)
     jobs: int = 0  # 0: all cores
     output_format: str = "text"
     max_file_size: str = "8MB"

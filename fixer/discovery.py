@@ -3,7 +3,9 @@
 - It never runs git or anything else from the checked tree, and never opens a file that could
   block: ignore rules are read from the ignore files themselves (fixer.ignore), and only regular
   files are returned.
-- A file named explicitly is always checked (if it is a regular file). A folder is walked for
+- A file named explicitly is checked (if it is a regular file), unless force-exclude is on
+  (``--force-exclude`` or the key ``force-exclude``, ruff's) and it or a folder above it matches
+  exclude: the config's patterns relative to its folder, --exclude's to the current folder. A folder is walked for
   the files `include` names (gitignore syntax; default `*.py` and `*.ipynb`), minus hidden folders, SKIP_DIRS, any folder holding `pyvenv.cfg`, what git would ignore,
   and the `exclude` patterns (gitignore syntax; a bare name matches at any depth): those given on
   the command line match the path relative to the folder given, those of a config the path
@@ -179,11 +181,18 @@ def discover(
                 add(file, real, is_link)
             problems.extend(walk.problems)
         elif stat.S_ISREG(mode):
-            add(path, os.path.realpath(path), os.path.islink(path))
+            if not _force_excluded(path, exclude_spec, tree):
+                add(path, os.path.realpath(path), os.path.islink(path))
         else:
             problems.append(Problem(raw, "not a regular file", True))
     unique = {(os.path.normpath(p.path), p.message): p for p in problems}  # a path given and also walked
     return Discovery(list(found.values()), list(unique.values()))
+
+
+def _force_excluded(path: str, exclude: Optional[GitIgnoreSpec], tree: Optional[ConfigTree]) -> bool:
+    """A file named explicitly that force-exclude (of its config, or --force-exclude) skips."""
+    resolved = tree.for_file(path) if tree is not None else None
+    return resolved is not None and resolved.force_excluded(os.path.abspath(path), exclude)
 
 
 def _clean(raw: str) -> str:

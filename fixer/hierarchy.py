@@ -35,6 +35,7 @@ class Flags:
     unsafe_fixes: Optional[bool] = None
     max_file_size: Optional[str] = None
     respect_gitignore: bool = True  # False: --no-respect-gitignore, for every folder
+    force_exclude: Optional[bool] = None  # --force-exclude / --no-force-exclude
     base: Options = Options(rules=())  # fix / write / verbose for every file
 
 
@@ -47,6 +48,7 @@ class Resolved:
         self.exclude = compile_patterns(patterns) if patterns else None
         self.include = tuple(settings.include + settings.extend_include)
         self.respect_gitignore = settings.respect_gitignore and flags.respect_gitignore
+        self.force_exclude = settings.force_exclude if flags.force_exclude is None else flags.force_exclude
         select = list(flags.select) if flags.select is not None else settings.select
         ignore = list(flags.ignore) if flags.ignore is not None else settings.ignore
         bad = unknown_selectors(select + ignore + [s for v in settings.per_file_ignores.values() for s in v])
@@ -62,6 +64,14 @@ class Resolved:
         rel = relative(path, self.base) if self.exclude is not None else None
         return rel not in (None, ".") and self.exclude.match_file(rel + ("/" if is_dir else ""))
 
+    def force_excluded(self, path: str, cli_exclude=None) -> bool:
+        """With force-exclude: whether ``path`` (absolute), named explicitly, is excluded: it or a
+        folder above it matches this config's exclude, or ``cli_exclude`` (--exclude, relative
+        to the current folder). Always False without force-exclude (as ruff)."""
+        if not self.force_exclude:
+            return False
+        return excluded_path(self.exclude, relative(path, self.base)) or excluded_path(cli_exclude, relative(path, os.getcwd()))
+
     def options(self, path: str, root: Optional[str]) -> Options:
         """The engine's options for the file ``path`` (absolute) of the project at ``root``."""
         key = (ignored_in(self.settings.per_file_ignores, self.base, path), root)
@@ -75,6 +85,14 @@ def relative(path: str, base: str) -> Optional[str]:
     """``path`` (absolute) relative to ``base``, with '/'; None when outside it."""
     rel = os.path.relpath(path, base)
     return None if rel == ".." or rel.startswith(".." + os.sep) else rel.replace(os.sep, "/")
+
+
+def excluded_path(spec, rel: Optional[str]) -> bool:
+    """Whether the file ``rel`` (relative, '/'), or a folder above it, matches ``spec``."""
+    if spec is None or rel in (None, "."):
+        return False
+    parts = rel.split("/")
+    return spec.match_file(rel) or any(spec.match_file("/".join(parts[:n]) + "/") for n in range(1, len(parts)))
 
 
 def ignored_in(per_file_ignores: dict[str, list[str]], base: str, path: str) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""``graphfix --fix -``: the editor filter's contract. stdout carries the whole buffer, fixed or
+"""Checking a buffer read from stdin (``graphfix [--fix|--diff] - --stdin-filename NAME``), the
+contract editors and filters rely on: with ``--fix -`` stdout carries the whole buffer, fixed or
 (on any error, a usage or configuration error included) exactly as it came, and nothing else."""
 
 from __future__ import annotations
@@ -25,10 +26,17 @@ def give_back_buffer() -> None:
         sys.stdout.flush()
 
 
-def run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool) -> int:
+def run_stdin(name: str, options: Options, diff: bool, fix: bool, fmt: str, quiet: bool, excluded: bool = False) -> int:
     """The editor's contract for ``--fix -``: stdout carries the whole buffer, fixed or (on any
-    error) exactly as it came, and nothing else; nothing is written to disk."""
+    error) exactly as it came, and nothing else; nothing is written to disk. ``excluded``: the
+    --stdin-filename is excluded and force-exclude is on, so the buffer is not checked (as ruff)."""
+    _owed.clear()
     data = sys.stdin.buffer.read()
+    if excluded:
+        if fix:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        return reporting.EXIT_CLEAN
     try:
         source = decode(data)
         # stdin is always analysed: the editor asked about this buffer explicitly

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer import cache_folder
+from fixer import __version__, cache_folder
 from tests.test_cache import BUGGY, ROOT, graphfix
 
 
@@ -135,7 +135,7 @@ def test_marker_links_and_a_linked_version_folder_are_never_written_through(worl
     assert listing(world / "home" / "userdir") == before
     (cache / ".gitignore").unlink()
     (cache / "CACHEDIR.TAG").write_text(cache_folder.TAG)
-    (cache / "0.1.0").symlink_to(world / "home" / "userdir", target_is_directory=True)
+    (cache / __version__).symlink_to(world / "home" / "userdir", target_is_directory=True)
     out = run(world, ".")
     assert out.returncode == 1 and b"could not be written" in out.stderr
     assert run(world, "clean").returncode == 0

@@ -4,6 +4,7 @@ from a copy of this repository and runs the check hook and the fix hook on a thr
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,3 +82,32 @@ def test_fix_hook_fixes_the_file_and_fails_as_pre_commit_does_on_modified_files(
     git("add", "-A", cwd=project)
     again = try_repo(hooks_repo, pre_commit_home, "graphfix-fix", project)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def readme_snippet() -> str:
+    """The README's pre-commit block, as written."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### pre-commit"):]
+    return section[section.index("```yaml\n") + 8:section.index("\n```", section.index("```yaml\n"))] + "\n"
+
+
+def test_the_readme_snippet_pins_the_release_tag_and_runs_as_written(hooks_repo, pre_commit_home, project):
+    snippet = readme_snippet()
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert re.search(rf"^  rev: v{re.escape(version)}$", snippet, re.M), snippet
+    assert "<" not in snippet  # no placeholder left but the repository's URL
+    git("tag", f"v{version}", cwd=hooks_repo)
+    config = snippet.replace("https://YOUR-HOST/graphfix.git", str(hooks_repo))
+    assert config != snippet
+    (project / ".pre-commit-config.yaml").write_text("repos:\n" + config)
+    (project / "vendor").mkdir()
+    (project / "vendor" / "train.py").write_text(BUGGY)  # staged, but the configuration excludes it
+    (project / "graphfix.toml").write_text('extend-exclude = ["vendor"]\n')
+    git("add", "-A", cwd=project)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=project, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "train.py:15:5: GF301" in done.stdout and "files were modified by this hook" in done.stdout
+    assert (project / "train.py").read_text() == FIXED
+    assert "vendor" not in done.stdout and (project / "vendor" / "train.py").read_text() == BUGGY  # --force-exclude

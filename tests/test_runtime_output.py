@@ -65,3 +65,12 @@ def test_a_clean_run_says_what_it_watched_and_a_bad_output_is_an_error(tmp_path:
     )
     bad = graphfix_run("--output", str(tmp_path / "no" / "such" / "r.json"), "train.py", cwd=tmp_path)
     assert bad.returncode == 123 and "graphfix run: error: --output " in bad.stderr
+
+
+def test_every_option_that_takes_a_value_keeps_it_when_the_script_is_found():
+    """`graphfix run --output FILE train.py` read FILE as the script (--output was missing from VALUED)."""
+    from fixer.runtime.arguments import VALUED, parser, split
+
+    valued = {name for action in parser()._actions if action.option_strings and action.nargs != 0 for name in action.option_strings}
+    assert valued - {"-m"} == set(VALUED)  # -m MODULE ends graphfix's options (split handles it)
+    assert split(["--output", "r.json", "train.py", "--lr", "1"]) == (["--output", "r.json"], ["train.py", "--lr", "1"])

@@ -226,7 +226,7 @@ async def test_saving_a_helper_module_updates_its_importers(client: LanguageClie
 async def test_a_config_that_cannot_be_read_is_told_and_the_defaults_apply(client: LanguageClient, tmp_path):
     (tmp_path / "pyproject.toml").write_bytes(b'[project]\nauthors = [{name = "Jos\xe9"}]\n\n[tool.graphfix]\nselect = ["GF3"]\n')
     assert [d.code for d in await open_file(client, tmp_path / "train.py", before(GF301))] == ["GF301"]
-    assert any("not UTF-8" in m.message and "using the defaults" in m.message for m in client.messages)
+    assert any("not UTF-8" in m.message and "using the defaults" in m.message for m in client.messages)  # config.load names it
 
 
 async def test_a_buffer_starting_with_a_bom_is_checked_and_fixed(client: LanguageClient, tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-VALUED = ("--max-steps", "--output-format", "--output", "--summary", "--rerun-timeout")  # options followed by their value
+VALUED = ("--max-steps", "--output-format", "--output", "--summary", "--rerun-timeout")  # options followed by their value (each of parser()'s)
 
 
 def split(argv: list[str]) -> tuple[list[str], list[str]]:

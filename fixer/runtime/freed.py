@@ -18,14 +18,16 @@ node above it is its first use after the free. Then:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any, Optional
 
 from fixer.runtime import graphwalk
 from fixer.runtime.fill_site import fill_line, loop_line
 from fixer.runtime.holders import Holder, holders, optimizers
 from fixer.runtime.recorder import Call, NodeRecord, Recorder
-from fixer.runtime.report import Finding, Piece
+from fixer.runtime.report import Finding, Piece, nth
 from fixer.runtime.sites import divergence
 
 RECENT = 16  # earlier backward calls whose graphs are compared with the failing one
@@ -96,7 +98,7 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
             if not same_site:
                 return _repeated(recorder, failing, freeing, freed_by, failed)
             message = (
-                f"the loss is built once, here, before the loop, and backpropagated again in iteration {failed.iteration} "
+                f"the loss is built once, here, before the loop, and backpropagated again in the {nth(failed.iteration)} iteration "
                 f"after the backward at line {freed_by.line} freed its graph: compute it inside the loop"
             )
             return Cause("GF102", built, message, [built, freed_by, failed])
@@ -138,19 +140,19 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
     if on_module and (stored is None or stored[1].co_varnames[:1] == ("self",)):
         message = (
             f"{held} keeps a graph across forward calls: the backward at line {freed_by.line} freed it, "
-            f"the forward at line {used.line} uses it again in iteration {used.iteration}"
+            f"the forward at line {used.line} uses it again in the {nth(used.iteration)} iteration"
         )
         return Cause("GF104", stored[0] if stored else built, message, evidence)
     if recorder.last_seen.get(id(crossed_record.stack), -1) > crossed_record.position or use_record.stack == crossed_record.stack:
         message = (
-            f"{held} built in iteration {built.iteration} (line {built.line}) is carried into iteration {used.iteration} "
+            f"{held} built in the {nth(built.iteration)} iteration (line {built.line}) is carried into the {nth(used.iteration)} iteration "
             f"(line {used.line}) after the backward at line {freed_by.line} freed its graph: detach it where it crosses"
         )
         # a container or attribute is fixed where it is filled; a plain variable where it is used
         where = stored[0] if stored and ("." in holder.name or "[" in holder.name) else used
         return Cause("GF101", where, message, evidence)
     message = (
-        f"{held} is built once, before the loop, and backpropagated again in iteration {failed.iteration} after "
+        f"{held} is built once, before the loop, and backpropagated again in the {nth(failed.iteration)} iteration after "
         f"the backward at line {freed_by.line} freed its graph: recompute it inside the loop"
     )
     # kept on an object (``self.weights`` set in ``__init__``): the line that fills it, which the fix moves
@@ -275,6 +277,9 @@ def _fill(holder: Holder, crossed: NodeRecord, level: int) -> Optional[tuple[Pie
     frames that built the value, innermost first (a list the loop hands to a step function that
     appends to it under the same name)."""
     frames = [crossed.stack[i] for i in range(min(level + 1, len(crossed.stack)))]
+    for code, line in frames:  # the statement that built it stored it (hidden = rnn(x, hidden)): it carries the graph
+        if _same_variable(holder, code) and fill_line(holder.name, code, line) == line:
+            return Piece(f"stored in {holder.name}", code.co_filename, line, None, _text(code.co_filename, line)), code
     if holder.code is not None:  # the holder's own frame, wherever it is in the stack: its line received the value
         own = [(holder.code, line) for code, line in crossed.stack if code is holder.code]
         frames = (own[:1] or [(holder.code, 0)]) + frames
@@ -283,6 +288,15 @@ def _fill(holder: Holder, crossed: NodeRecord, level: int) -> Optional[tuple[Pie
         if stored is not None:
             return Piece(f"stored in {holder.name}", code.co_filename, stored, None, _text(code.co_filename, stored)), code
     return None
+
+
+def _same_variable(holder: Holder, code: CodeType) -> bool:
+    """Whether a name stored in ``code`` is the holder's variable: its own frame's, or a global
+    that the function assigns (``global hidden``), never a local of the same name elsewhere."""
+    root = re.match(r"\w*", holder.name).group(0)
+    if holder.code is None or code is holder.code:
+        return holder.code is not None
+    return root in code.co_names and root not in code.co_varnames and holder.code.co_name == "<module>"
 
 
 def _text(filename: str, line: int) -> str:

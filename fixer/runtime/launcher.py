@@ -97,15 +97,15 @@ def _exit_code(code: object, stderr: TextIO) -> int:
 
 
 def _program_error(exc: BaseException, session: Session, stderr: TextIO) -> int:
-    """The program's traceback without graphfix's frames; one line when a finding explains it."""
+    """The program's traceback as Python prints it, without graphfix's frames; then, when a finding
+    explains this very error, a line saying the diagnosis follows (the call stack stays there)."""
     interrupted = isinstance(exc, KeyboardInterrupt)
-    if any(f.error for f in session.findings) and not interrupted:  # a finding explains this very error
-        print(f"graphfix run: the program stopped on {type(exc).__name__}: the diagnosis follows", file=stderr)
-        return 1
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _ours(f.filename)]
     print("Traceback (most recent call last):", file=stderr)
     print("".join(traceback.format_list(frames)), end="", file=stderr)
     print("".join(traceback.format_exception_only(type(exc), exc)), end="", file=stderr)
+    if any(f.error for f in session.findings) and not interrupted:
+        print(f"graphfix run: graphfix's diagnosis of this {type(exc).__name__} follows", file=stderr)
     return 130 if interrupted else 1
 
 

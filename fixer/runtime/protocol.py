@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from fixer.runtime.fill_site import loop_line
 from fixer.runtime.observer import Observer
-from fixer.runtime.report import Finding, Piece
+from fixer.runtime.report import Finding, Piece, nth
 
 CHAIN = 8  # contributions kept per gradient
 
@@ -227,7 +227,7 @@ class Protocol(Observer):
                 return
             message = (
                 f"this step consumes a gradient that already went into an earlier step: the backward at line {first.line} "
-                f"(iteration {first.iteration}) and the one in iteration {again.iteration} add into the same .grad, "
+                f"(the {nth(first.iteration)} iteration) and the one in the {nth(again.iteration)} add into the same .grad, "
                 "which nothing reset in between: call zero_grad() once per step"
             )
             self.findings.append(Finding.at("GF203", message, stepped, "", [first, again, stepped]))

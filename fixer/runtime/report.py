@@ -16,7 +16,7 @@ class Piece:
     role: str  # "built", "freed by", "used again", "failed", "changed by", ...
     filename: str
     line: int
-    iteration: Optional[int]  # 1-based, None when not known
+    iteration: Optional[int]  # the count (1: the first iteration), None when not known; said as nth()
     source: str
 
     @staticmethod
@@ -59,8 +59,22 @@ def _line_text(filename: str, line: int) -> str:
     return linecache.getline(filename, line)
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+def nth(count: Optional[int]) -> str:
+    """An iteration said plainly ("the second iteration"), never as a number a reader could take for
+    the program's own loop index (0-based, or an epoch): ``first``, ``second``, ..., ``11th``."""
+    if count is None:
+        return "a later"
+    if 1 <= count <= len(_ORDINALS):
+        return _ORDINALS[count - 1]
+    suffix = "th" if 10 <= count % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(count % 10, "th")
+    return f"{count}{suffix}"
+
+
 def _where(piece: Piece) -> str:
-    iteration = f" (iteration {piece.iteration})" if piece.iteration is not None else ""
+    iteration = f" ({nth(piece.iteration)} iteration)" if piece.iteration is not None else ""
     return f"{display_path(piece.filename)}:{piece.line}{iteration}"
 
 

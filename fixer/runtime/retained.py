@@ -24,7 +24,7 @@ from typing import Any
 from fixer.runtime import graphwalk
 from fixer.runtime.freed import stored_at
 from fixer.runtime.observer import Observer
-from fixer.runtime.report import Finding, Piece
+from fixer.runtime.report import Finding, Piece, nth
 from fixer.runtime.sites import divergence, source_line
 
 KEY = "graphfix.retained"
@@ -122,7 +122,7 @@ class Retained(Observer):
         holder, stored = stored_at(record, level)
         message = (
             f"{f'`{holder.name}`' if holder else 'this value'} is built once, before the loop, and its graph (kept by "
-            f"retain_graph=True at line {retained.line}) is backpropagated again in iteration {again.iteration} after the step "
+            f"retain_graph=True at line {retained.line}) is backpropagated again in the {nth(again.iteration)} iteration after the step "
             f"at line {stepped.line} changed the parameters it was built from: its gradients are those of the old parameters: "
             "recompute it inside the loop"
         )

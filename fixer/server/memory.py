@@ -8,8 +8,6 @@ import ctypes.util
 import gc
 from typing import Callable, Optional
 
-LARGE = 1 << 20  # characters: a buffer whose analysis is worth giving back at once
-
 
 def _malloc_trim() -> Optional[Callable[[int], int]]:
     try:

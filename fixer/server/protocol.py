@@ -8,7 +8,8 @@ import asyncio
 import re
 import sys
 from pathlib import Path
-from typing import Optional
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Optional
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -16,19 +17,28 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from fixer import __version__
-from fixer.engine import Options
-from fixer.registry import by_code, documentation_url, explanation
-from fixer.rule import Applicability, Diagnostic
-from fixer.server import memory
-from fixer.server.buffer import Checked, Lines, changed_span, check, fix_all, fix_one
-from fixer.server.settings import EditorSettings, editor_settings, options_for
 from fixer.server.transport import ChunkedReader, GraphfixProtocol
+
+if TYPE_CHECKING:
+    from fixer.engine import Options
+    from fixer.rule import Diagnostic
+    from fixer.server.buffer import Checked, Lines
 
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.graphfix"
 QUICK_FIX = lsp.CodeActionKind.QuickFix.value
 NOT_CHECKED = ("cannot parse", "cannot decode", "binary file", "too large to analyse")
 AT_LINE = re.compile(r"\(line (\d+)\)$")
 SETTLE_SECONDS = 0.25  # a buffer is checked once typing pauses this long, not at every keystroke
+LARGE = 1 << 20  # characters: a buffer whose analysis is worth giving back at once (memory.release)
+
+
+def engine() -> ModuleType:
+    """fixer.server.engine_side: the engine, the analysis and the rules. Imported once the client
+    says ``initialized`` (or at the first message that needs it), never before ``initialize`` is
+    answered: that import is most of a start (benchmarks/server_start.py)."""
+    from fixer.server import engine_side
+
+    return engine_side
 
 
 class GraphfixServer(LanguageServer):
@@ -36,13 +46,14 @@ class GraphfixServer(LanguageServer):
         super().__init__(
             "graphfix", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full, protocol_cls=GraphfixProtocol
         )
-        self.editor = EditorSettings()
+        self.raw_settings: Any = None  # initializationOptions, read when the engine is loaded
+        self.editor: Any = None  # engine().EditorSettings once configured
         self.shown: set[str] = set()  # problems already shown: a bad setting is told once, not per keystroke
         self.cache: dict[str, Checked] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}  # uri -> its check once typing settles
 
     def configure(self, raw: object) -> None:
-        self.editor, problems = editor_settings(raw)
+        self.editor, problems = engine().editor_settings(raw)
         self.shown.clear()
         self.tell(problems)
 
@@ -52,9 +63,15 @@ class GraphfixServer(LanguageServer):
                 self.shown.add(problem)
                 self.window_show_message(lsp.ShowMessageParams(kind, f"graphfix: {problem}"))
 
+    def settled_settings(self) -> Any:
+        """The editor's settings, read (with the engine loaded) at the first need."""
+        if self.editor is None:
+            self.configure(self.raw_settings)
+        return self.editor
+
     def options(self, uri: str) -> Options:
         path = on_disk(uri)
-        options, problems = options_for(Path(path) if path else None, self.editor)
+        options, problems = engine().options_for(Path(path) if path else None, self.settled_settings())
         self.tell(problems)
         return options
 
@@ -65,9 +82,9 @@ class GraphfixServer(LanguageServer):
         """The findings of the buffer as it is now (cached until its text changes)."""
         cached = self.cache.get(document.uri)
         if fresh or cached is None or cached.text != document.source:
-            cached = self.cache[document.uri] = check(self.path(document.uri), document.source, self.options(document.uri))
-            if len(document.source) > memory.LARGE:
-                memory.release()
+            cached = self.cache[document.uri] = engine().check(self.path(document.uri), document.source, self.options(document.uri))
+            if len(document.source) > LARGE:
+                engine().memory.release()
             crashes = [e for e in cached.errors if not e.startswith(NOT_CHECKED)]
             if crashes:  # a buffer not analysed is said on it (not_checked); a rule crash is a bug of ours
                 self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, "; ".join(crashes)))
@@ -76,7 +93,7 @@ class GraphfixServer(LanguageServer):
     def publish(self, uri: str, fresh: bool = False) -> None:
         document = self.workspace.get_text_document(uri)
         checked = self.checked(document, fresh)
-        lines = Lines(checked.text)
+        lines = engine().Lines(checked.text)
         diagnostics = [to_lsp(d, lines, document) for d in checked.diagnostics] + not_checked(checked)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics, document.version))
 
@@ -102,7 +119,12 @@ server = GraphfixServer()
 
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: GraphfixServer, params: lsp.InitializeParams) -> None:
-    ls.configure(params.initialization_options)
+    ls.raw_settings = params.initialization_options  # read at `initialized`: the answer goes first
+
+
+@server.feature(lsp.INITIALIZED)
+def initialized(ls: GraphfixServer, params: lsp.InitializedParams) -> None:
+    ls.settled_settings()  # loads the engine while the editor opens its first buffer
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -133,8 +155,8 @@ def did_save(ls: GraphfixServer, params: lsp.DidSaveTextDocumentParams) -> None:
 def did_close(ls: GraphfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
     ls.cancel(params.text_document.uri)
     closed = ls.cache.pop(params.text_document.uri, None)
-    if closed is not None and len(closed.text) > memory.LARGE:
-        memory.release()  # a full collection costs ~0.1 s: not for every small buffer
+    if closed is not None and len(closed.text) > LARGE:
+        engine().memory.release()  # a full collection costs ~0.1 s: not for every small buffer
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(params.text_document.uri, []))
 
 
@@ -145,15 +167,15 @@ def did_close(ls: GraphfixServer, params: lsp.DidCloseTextDocumentParams) -> Non
 def code_action(ls: GraphfixServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     document = ls.workspace.get_text_document(params.text_document.uri)
     checked = ls.checked(document)
-    lines = Lines(checked.text)
+    lines = engine().Lines(checked.text)
     actions = []
     if _wanted(QUICK_FIX, params.context.only):
         start, end = _server_position(lines, document, params.range.start), _server_position(lines, document, params.range.end)
         for d in checked.diagnostics:
-            fixed = fix_one(checked.text, d) if _overlaps(d, start, end) else None
+            fixed = engine().fix_one(checked.text, d) if _overlaps(d, start, end) else None
             if fixed is None:
                 continue
-            unsafe = d.fix.applicability is Applicability.UNSAFE
+            unsafe = d.fix.applicability is engine().Applicability.UNSAFE
             label = "unsafe fix: may change gradients" if unsafe else "safe fix"
             actions.append(lsp.CodeAction(
                 f"{d.code}: {d.fix.title or 'apply the fix'} ({label})", kind=lsp.CodeActionKind.QuickFix,
@@ -161,7 +183,7 @@ def code_action(ls: GraphfixServer, params: lsp.CodeActionParams) -> list[lsp.Co
             ))
     if _wanted(FIX_ALL, params.context.only):
         options = ls.options(document.uri)
-        fixed = fix_all(ls.path(document.uri), checked.text, options)
+        fixed = engine().fix_all(ls.path(document.uri), checked.text, options)
         if fixed is not None:
             title = "graphfix: fix all (unsafe fixes included)" if options.unsafe else "graphfix: fix all safe"
             actions.append(lsp.CodeAction(title, kind=FIX_ALL, edit=_edit(ls, document, lines, fixed)))
@@ -172,13 +194,13 @@ def code_action(ls: GraphfixServer, params: lsp.CodeActionParams) -> list[lsp.Co
 def hover(ls: GraphfixServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
     document = ls.workspace.get_text_document(params.text_document.uri)
     checked = ls.checked(document)
-    lines = Lines(checked.text)
+    lines = engine().Lines(checked.text)
     at = _server_position(lines, document, params.position)
     hits = [d for d in checked.diagnostics if _overlaps(d, at, at)]
     if not hits:
         return None
     codes = dict.fromkeys(d.code for d in hits)
-    text = "\n\n---\n\n".join(explanation(by_code(code)) for code in codes)
+    text = "\n\n---\n\n".join(engine().explanation(engine().by_code(code)) for code in codes)
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text), _range(lines, document, hits[0]))
 
 
@@ -201,7 +223,7 @@ def not_checked(checked: Checked) -> list[lsp.Diagnostic]:
 
 
 def to_lsp(d: Diagnostic, lines: Lines, document: TextDocument) -> lsp.Diagnostic:
-    url = documentation_url(by_code(d.code))
+    url = engine().documentation_url(engine().by_code(d.code))
     severity = lsp.DiagnosticSeverity.Warning if d.code.startswith("GF3") else lsp.DiagnosticSeverity.Error
     return lsp.Diagnostic(
         _range(lines, document, d), d.message, severity, d.code,
@@ -240,7 +262,7 @@ def _wanted(kind: str, only: Optional[list]) -> bool:
 def _edit(ls: GraphfixServer, document: TextDocument, lines: Lines, fixed: str) -> lsp.WorkspaceEdit:
     """One edit from the buffer's text to ``fixed``, for the version the client has: a client that
     changed the buffer since will refuse it instead of applying it to other text."""
-    start, end, text = changed_span("".join(lines.lines), fixed)
+    start, end, text = engine().changed_span("".join(lines.lines), fixed)
     begin, stop = lines.position(start), lines.position(end)
     edit = lsp.TextEdit(lsp.Range(_client_position(lines, document, *begin), _client_position(lines, document, *stop)), text)
     capabilities = ls.client_capabilities.workspace
