@@ -74,6 +74,29 @@ def gan(steps: int) -> None:
         opt_g.step()
 
 
+def actor_critic(steps: int) -> None:
+    """pytorch/examples' actor-critic: per environment step one forward, a softmax and a
+    ``Categorical`` sample (many tiny torch calls), one update per 50-step episode."""
+    from torch.distributions import Categorical
+
+    affine, action_head, value_head = nn.Linear(4, 128), nn.Linear(128, 2), nn.Linear(128, 1)
+    params = [*affine.parameters(), *action_head.parameters(), *value_head.parameters()]
+    opt = torch.optim.Adam(params, lr=3e-2)
+    for _ in range(steps):
+        saved, rewards = [], []
+        for _ in range(50):
+            hidden = torch.relu(affine(torch.randn(4)))
+            m = Categorical(torch.softmax(action_head(hidden), dim=-1))
+            action = m.sample()
+            saved.append((m.log_prob(action), value_head(hidden)))
+            rewards.append(float(action.item() == 1))
+        returns = torch.tensor(rewards).flip(0).cumsum(0).flip(0)
+        losses = [-log_prob * (r - value.item()) + nn.functional.smooth_l1_loss(value, r.view(1)) for (log_prob, value), r in zip(saved, returns)]
+        opt.zero_grad()
+        torch.stack(losses).sum().backward()
+        opt.step()
+
+
 @contextlib.contextmanager
 def anomaly():
     with torch.autograd.detect_anomaly(check_nan=False):

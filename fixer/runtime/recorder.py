@@ -20,6 +20,7 @@ import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
+from fixer.runtime.library_calls import library_patches
 from fixer.runtime.observer import Observer
 from fixer.runtime.sites import Stack, caller_stack, is_user_code, user_stack
 from fixer.runtime.stopping import StopRun, insist
@@ -313,6 +314,7 @@ class Recorder:
             (torch.autograd, "grad", entry("grad", torch.autograd.grad, "outputs", 2)),
             (torch.optim.Optimizer, "zero_grad", zero_grad_of(torch.optim.Optimizer.zero_grad)),
             (torch.nn.Module, "zero_grad", zero_grad_of(torch.nn.Module.zero_grad)),
+            *library_patches(self),
         )
         for owner, name, value in patches:
             self._undo.append((owner, name, getattr(owner, name)))
