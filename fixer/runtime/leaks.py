@@ -37,6 +37,7 @@ from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
 
 EVERY_UNTIL = 8  # steps sampled one by one at first, then every 1.5x more
+NO_OPTIMIZER_AFTER = 16  # backward calls without any optimizer step, after which they mark the schedule
 GROWN = 3  # earlier iterations a holder must reach
 GROWING = 3  # samples in a row, each reaching more iterations than the one before
 BUDGET = 4000  # graph nodes walked per holder and sample
@@ -81,7 +82,7 @@ class Leaks(Observer):
 
     def _marks(self) -> list[int]:
         """Optimizer steps; backward calls only once many ran without any step (no optimizer)."""
-        if self._steps or len(self._backwards) < 2 * EVERY_UNTIL:
+        if self._steps or len(self._backwards) < NO_OPTIMIZER_AFTER:
             return self._steps
         return self._backwards
 
@@ -114,6 +115,8 @@ class Leaks(Observer):
             scope = None if root is None or root.co_name == "<module>" else root
             entry = groups.setdefault((name, scope), (Holder(name, holder.on_module, holder.code), [], value))
             entry[1].append(value.grad_fn)
+        for key in [k for k in self._seen if k not in groups]:  # holding no graph now (a total reset to 0.0): starts again
+            del self._seen[key]
         carried = None
         for key, (holder, roots, value) in groups.items():
             iterations, oldest = self._iterations(roots, current, [])

@@ -303,7 +303,9 @@ class Recorder:
             user = user_types.get(kind)
             if user is None:
                 user = user_types[kind] = _user_forward(kind)
-            if user == self._mode_on or self.in_step or self.op_watchers:  # already as it should be
+            # already as it should be; or a library module without submodules (a Linear, a ReLU, a
+            # loss): its one or few torch calls cost less recorded, as the mode stands, than switched
+            if user == self._mode_on or self.in_step or self.op_watchers or not (user or module._modules):
                 return module_call(module, *args, **kwargs)
             return self._call_switched(module_call, module, args, kwargs, user)
 
