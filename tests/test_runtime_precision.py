@@ -160,3 +160,25 @@ def test_a_report_after_a_progress_line_starts_on_a_line_of_its_own(tmp_path: Pa
     assert lines[0].endswith(b"\r[step 11]")  # the program's own last line, then the report
     assert any(b" GF301 " in line for line in lines)
     assert all(b"[step" not in line for line in lines if b"GF301" in line)
+
+
+def test_a_distributions_calls_run_unrecorded_and_what_they_return_or_store_carries_the_calling_line() -> None:
+    """An actor-critic's tiny steps: ``log_prob``'s dozen inner torch calls do not pass through
+    the recorder (one record, its result's), as inside a library module; nothing stays installed."""
+    from torch.distributions import Categorical
+
+    from fixer.runtime import graphwalk
+    from fixer.runtime.session import Session
+
+    original = Categorical.log_prob
+    logits = torch.randn(3, requires_grad=True)
+    with Session() as session:
+        m = Categorical(logits=logits)  # call: constructor
+        before = session.recorder.position
+        log_prob = m.log_prob(torch.tensor(1))  # call: log_prob
+        recorded = session.recorder.position - before
+    line = lambda text: next(n for n, source in enumerate(Path(__file__).read_text().splitlines(), 1) if source.endswith(text))  # noqa: E731
+    assert recorded == 1
+    assert graphwalk.record(log_prob.grad_fn).stack[0][1] == line("# call: log_prob")
+    assert graphwalk.record(m.logits.grad_fn).stack[0][1] == line("# call: constructor")
+    assert Categorical.log_prob is original
