@@ -1,11 +1,17 @@
 """Overhead of ``graphfix run``'s sanitizer on small CPU training loops, side by side with the
-plain run and with ``torch.autograd.set_detect_anomaly(True)``.
+plain run and with ``torch.autograd.set_detect_anomaly(True)``: CPU time, and peak memory.
 
-    python benchmarks/runtime_overhead.py [--steps 40] [--repeat 9]
+    python benchmarks/runtime_overhead.py [--steps 40] [--repeat 9] [--rss-steps 20]
 
-Each loop (MLP, CNN, LSTM, GAN) runs ``--steps`` optimizer iterations; the three modes take
-turns ``--repeat`` times and the best run of each is kept, in CPU time of this process (one torch
-thread), which other load on the machine disturbs far less than wall time. Goal: the sanitized run at most 1.5x the plain run, and faster than anomaly mode.
+Each loop (MLP, CNN, LSTM, GAN, and an actor-critic of many tiny steps: ``--steps`` episodes of
+50 environment steps) runs ``--steps`` optimizer iterations; the three modes take turns
+``--repeat`` times and the best run of each is kept, in CPU time of this process (one torch
+thread), which other load on the machine disturbs far less than wall time. Goal: the sanitized
+run at most 1.5x the plain run, and faster than anomaly mode.
+
+Peak RSS: a small GPT-style language model (benchmarks/programs/transformer_lm.py, user-written
+attention blocks) and the actor-critic loop, each mode in a fresh process (``ru_maxrss`` only
+grows), ``--rss-steps`` iterations. Goal: the sanitized run at most 1.2x the plain run's peak.
 """
 
 from __future__ import annotations
@@ -74,6 +80,29 @@ def gan(steps: int) -> None:
         opt_g.step()
 
 
+def actor_critic(steps: int) -> None:
+    """pytorch/examples' actor-critic: per environment step one forward, a softmax and a
+    ``Categorical`` sample (many tiny torch calls), one update per 50-step episode."""
+    from torch.distributions import Categorical
+
+    affine, action_head, value_head = nn.Linear(4, 128), nn.Linear(128, 2), nn.Linear(128, 1)
+    params = [*affine.parameters(), *action_head.parameters(), *value_head.parameters()]
+    opt = torch.optim.Adam(params, lr=3e-2)
+    for _ in range(steps):
+        saved, rewards = [], []
+        for _ in range(50):
+            hidden = torch.relu(affine(torch.randn(4)))
+            m = Categorical(torch.softmax(action_head(hidden), dim=-1))
+            action = m.sample()
+            saved.append((m.log_prob(action), value_head(hidden)))
+            rewards.append(float(action.item() == 1))
+        returns = torch.tensor(rewards).flip(0).cumsum(0).flip(0)
+        losses = [-log_prob * (r - value.item()) + nn.functional.smooth_l1_loss(value, r.view(1)) for (log_prob, value), r in zip(saved, returns)]
+        opt.zero_grad()
+        torch.stack(losses).sum().backward()
+        opt.step()
+
+
 @contextlib.contextmanager
 def anomaly():
     with torch.autograd.detect_anomaly(check_nan=False):
@@ -94,17 +123,54 @@ def measure(loop, mode: str, steps: int, repeat: int) -> float:
     return best
 
 
+def transformer_lm(steps: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "programs"))
+    from transformer_lm import train
+
+    train(steps)
+
+
+def peak_rss(loop: str, mode: str, steps: int) -> float:
+    """MB: the peak RSS of a fresh process that runs ``loop`` for ``steps`` in ``mode``."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, __file__, "--peak-of", loop, mode, str(steps)], capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def _peak_of(loop: str, mode: str, steps: int) -> None:
+    import resource
+    import warnings
+
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    with MODES[mode]():
+        LOOPS[loop](steps)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+LOOPS = {f.__name__: f for f in (mlp, cnn, lstm, gan, actor_critic, transformer_lm)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--rss-steps", type=int, default=20)
+    parser.add_argument("--only", help="comma-separated loops to time (default: all but transformer_lm)")
+    parser.add_argument("--peak-of", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peak_of:
+        return _peak_of(args.peak_of[0], args.peak_of[1], int(args.peak_of[2]))
     torch.set_num_threads(1)
     import warnings
 
     warnings.simplefilter("ignore")  # anomaly mode warns that it is on
-    print(f"{'loop':<6} {'plain':>9} {'sanitized':>10} {'anomaly':>9}   sanitized/plain  anomaly/plain")
-    for loop in (mlp, cnn, lstm, gan):
+    names = args.only.split(",") if args.only else ["mlp", "cnn", "lstm", "gan", "actor_critic"]
+    print(f"{'loop':<13} {'plain':>9} {'sanitized':>10} {'anomaly':>9}   sanitized/plain  anomaly/plain")
+    for name in names:
+        loop = LOOPS[name]
         loop(2)  # warm up
         times = {mode: float("inf") for mode in MODES}
         for _ in range(args.repeat):  # the modes take turns: a slow spell of the machine hits all three
@@ -112,9 +178,14 @@ def main() -> None:
                 times[mode] = min(times[mode], measure(loop, mode, args.steps, 1))
         plain = times["plain"]
         print(
-            f"{loop.__name__:<6} {plain:>8.3f}s {times['sanitized']:>9.3f}s {times['anomaly']:>8.3f}s"
+            f"{name:<13} {plain:>8.3f}s {times['sanitized']:>9.3f}s {times['anomaly']:>8.3f}s"
             f"   {times['sanitized'] / plain:>14.2f}x {times['anomaly'] / plain:>13.2f}x"
         )
+    if args.rss_steps:
+        print(f"\npeak RSS, {args.rss_steps} steps, MB: {'plain':>7} {'sanitized':>10} {'anomaly':>8}   sanitized/plain")
+        for name in ("transformer_lm", "actor_critic"):
+            peaks = {mode: peak_rss(name, mode, args.rss_steps) for mode in MODES}
+            print(f"{name:<28} {peaks['plain']:>7.0f} {peaks['sanitized']:>10.0f} {peaks['anomaly']:>8.0f}   {peaks['sanitized'] / peaks['plain']:>14.2f}x")
 
 
 if __name__ == "__main__":

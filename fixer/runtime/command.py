@@ -23,7 +23,7 @@ import time
 from fixer.diff import display_path
 from fixer.runtime import TorchMissing, require_torch
 from fixer.runtime.arguments import parse, parser
-from fixer.runtime.run_output import stdout_to_stderr, summary, write_report
+from fixer.runtime.run_output import line_end, stdout_to_stderr, summary, write_report
 
 EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 1, 123, 130
 MIN_RERUN_SECONDS, RERUN_FACTOR = 60.0, 10.0  # the re-run's default limit: 10 times the first run, at least 60 s
@@ -108,13 +108,13 @@ def _run(options: argparse.Namespace) -> int:
     module = options.module is not None
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
     cwd, began = os.getcwd(), time.monotonic()
-    with stdout_to_stderr(options.output_format == "json" and options.output is None):
+    with stdout_to_stderr(options.output_format == "json" and options.output is None), line_end(sys.stdout) as last_line:
         outcome = execute(target, args, module, options.max_steps)
     seconds = time.monotonic() - began
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
     sys.stdout.flush()
-    unwritten = write_report(outcome.findings, options.output_format, options.output)
+    unwritten = write_report(outcome.findings, options.output_format, options.output, last_line.unfinished)
     for failure in outcome.failures:
         print(f"graphfix run: internal error while diagnosing: {failure}", file=sys.stderr)
     print(summary(target, module, outcome, options.output), file=sys.stderr)

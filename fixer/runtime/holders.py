@@ -26,6 +26,7 @@ class Holder:
     name: str
     on_module: bool  # an nn.Module's attribute is on the way
     code: Optional[CodeType] = None  # the function whose local (or module whose global) is the name's root
+    bounded: bool = False  # held through a deque with a maxlen: a window, not a growing collection
 
 
 def _visible(globals_first: bool = False) -> Iterator[tuple[str, Any, CodeType]]:
@@ -120,8 +121,8 @@ def _spread(entries: Sequence) -> Sequence:
     return [entries[round(i * last / (WIDE - 1))] for i in range(WIDE)]
 
 
-def _walk(graphs_only: bool, every_tensor_path: bool, roots: Optional[Iterable] = None) -> Iterator[tuple[str, bool, Optional[CodeType], Any, int]]:
-    """(path, through a module attribute, root's code, value, kind), breadth-first from
+def _walk(graphs_only: bool, every_tensor_path: bool, roots: Optional[Iterable] = None) -> Iterator[tuple[str, bool, Optional[CodeType], Any, int, bool]]:
+    """(path, through a module attribute, root's code, value, kind, through a bounded deque), breadth-first from
     ``roots`` ((name, value, code); the visible names by default); what holds no graph is
     dropped before its path is even spelled."""
     dropped = (SKIPPED, *GRAPHLESS) if graphs_only else (SKIPPED,)
@@ -133,28 +134,29 @@ def _walk(graphs_only: bool, every_tensor_path: bool, roots: Optional[Iterable] 
     for name, value, code in _visible(globals_first=graphs_only) if roots is None else roots:
         kind = _kind(value)
         if kind not in dropped and not name.startswith("__"):
-            queue.append((name, False, code, value, kind, 0))
+            queue.append((name, False, code, value, kind, 0, False))
     while queue:
-        path, on_module, code, value, kind, depth = queue.popleft()
+        path, on_module, code, value, kind, depth, bounded = queue.popleft()
         if id(value) in seen and kind not in tensors:
             continue
         seen[id(value)] = value
-        yield path, on_module, code, value, kind
+        yield path, on_module, code, value, kind, bounded
         if depth < DEPTH and kind in CONTAINERS:
+            bounded = bounded or getattr(value, "maxlen", None) is not None and isinstance(value, deque)
             for suffix, child, flag in _items(value, kind, graphs_only):
                 child_kind = _kind(child)
                 if child_kind not in dropped:
-                    queue.append((path + suffix, on_module or flag, code, child, child_kind, depth + 1))
+                    queue.append((path + suffix, on_module or flag, code, child, child_kind, depth + 1, bounded))
 
 
-def _holder(path: str, on_module: bool, code: Optional[CodeType]) -> Holder:
-    return Holder(path, on_module, code if "." not in path else None)
+def _holder(path: str, on_module: bool, code: Optional[CodeType], bounded: bool = False) -> Holder:
+    return Holder(path, on_module, code if "." not in path else None, bounded)
 
 
 def reachable(every_tensor_path: bool = False) -> Iterator[tuple[Holder, Any]]:
     """(holder, value), breadth-first, each object once (by its shortest path), or a tensor by
     every path (``for old in memory``: both ``old`` and ``memory[0]``)."""
-    for path, on_module, code, value, _ in _walk(False, every_tensor_path):
+    for path, on_module, code, value, _, _ in _walk(False, every_tensor_path):
         yield _holder(path, on_module, code), value
 
 
@@ -163,8 +165,8 @@ def graph_holders(roots: Optional[Iterable] = None) -> list[tuple[Holder, torch.
     a graph, by every path (``loss`` and ``model.losses[-1]``: each holds it): the leak sampler's
     cheap walk, which passes over what cannot hold a graph."""
     return [
-        (_holder(path, on_module, code), value, code)
-        for path, on_module, code, value, kind in _walk(True, True, roots)
+        (_holder(path, on_module, code, bounded), value, code)
+        for path, on_module, code, value, kind, bounded in _walk(True, True, roots)
         if kind == TENSOR and value.grad_fn is not None
     ]
 

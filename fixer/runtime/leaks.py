@@ -3,11 +3,16 @@ element) keeps autograd graphs of more and more training steps alive.
 
 Cheap by sampling: on a schedule of backward calls (each of the first eight steps, then every
 1.5x more; without an optimizer, backward calls count as steps after sixteen; and once more
-at the program's end, from its globals), the holders visible from the training code's frames are
-searched for tensors with a graph; each graph is walked (bounded) and its nodes' records say
-in which step window (optimizer steps before the node was built; backward calls when there is
-no optimizer) they were built. A holder reaching nodes of three or more earlier windows, more
-than at its previous sample, leaks. The cause, in the rules' terms:
+at the program's end, from its globals), at most once per training iteration, the holders
+visible from the training code's frames are searched for tensors with a graph; each graph is
+walked (bounded) and its nodes' records say in which earlier iterations they were built. A
+leak is something that grows with the steps: a holder reaching the graphs of more earlier
+iterations at each of its last three samples, three or more at the last. One value spanning
+several optimizers' steps (a multi-optimizer loop's ``loss_D = (loss_D_A + loss_D_B) / 2``
+kept for a log line) reaches one or two iterations, however often it is sampled; a bounded
+window (a ``deque`` with a ``maxlen``) is never a leak. The cause, in the rules' terms:
+
+The cause, in the rules' terms:
 
 - the loss being backpropagated reaches those old nodes too: the graph is carried into every
   new loss (GF101);
@@ -31,8 +36,10 @@ from fixer.runtime.observer import Observer
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
 
-EVERY_UNTIL = 8  # windows sampled one by one at first, then every 1.5x more
-GROWN = 3  # earlier windows a holder must reach
+EVERY_UNTIL = 8  # steps sampled one by one at first, then every 1.5x more
+NO_OPTIMIZER_AFTER = 16  # backward calls without any optimizer step, after which they mark the schedule
+GROWN = 3  # earlier iterations a holder must reach
+GROWING = 3  # samples in a row, each reaching more iterations than the one before
 BUDGET = 4000  # graph nodes walked per holder and sample
 
 
@@ -41,8 +48,9 @@ class Leaks(Observer):
         super().__init__(recorder)
         self._steps: list[int] = []  # positions of optimizer steps
         self._backwards: list[int] = []  # positions of backward calls
-        self._next = 2  # a first look at two steps, to see the growth to three
-        self._seen: dict[tuple, int] = {}  # (name, its root's code) -> windows reached at the last sample
+        self._next = 1  # a first look after one step, to see the growth to three in three samples
+        self._sampled = -1  # the iteration of the last sample
+        self._seen: dict[tuple, list[int]] = {}  # (name, its root's code) -> iterations reached at its last samples
         self._reported: set[tuple] = set()
 
     def before_step(self, optimizer: Any, call: Any) -> None:
@@ -52,9 +60,10 @@ class Leaks(Observer):
         if call.kind == "backward":
             self._backwards.append(call.position)
         marks = self._marks()
-        if len(marks) >= self._next:
+        if len(marks) >= self._next and call.iteration > self._sampled:  # (several optimizers: one look per iteration)
             self._next = len(marks) + 1 if len(marks) < EVERY_UNTIL else int(len(marks) * 1.5)
-            self._sample(call, tensors, marks)
+            self._sampled = call.iteration
+            self._sample(call, tensors, call.iteration)
 
     def finish(self, whole_run: bool) -> list[Finding]:
         """A last look when the program ran to its end: its globals may hold the graphs of the
@@ -67,61 +76,67 @@ class Leaks(Observer):
         roots = [(name, value, module) for name, value in names.items() if not name.startswith("__")]
         tensors = tuple(t for t in (ref() for ref in last.roots) if t is not None)
         found = len(self.findings)
-        self._sample(last, tensors, marks, roots)
+        self._sample(last, tensors, last.iteration + 1, roots)  # (the last iteration's graphs are earlier ones now)
         new, self.findings[found:] = self.findings[found:], []
         return new
 
     def _marks(self) -> list[int]:
         """Optimizer steps; backward calls only once many ran without any step (no optimizer)."""
-        if self._steps or len(self._backwards) < 2 * EVERY_UNTIL:
+        if self._steps or len(self._backwards) < NO_OPTIMIZER_AFTER:
             return self._steps
         return self._backwards
 
-    def _windows(self, roots: list, marks: list[int], held: list) -> tuple[set, Optional[Any]]:
-        """The earlier windows whose nodes the graphs below ``roots`` reach, and the oldest record."""
+    def _iterations(self, roots: list, current: int, held: list) -> tuple[set, Optional[Any]]:
+        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the oldest record."""
         found: set[int] = set()
         oldest = None
-        current = len(marks)
+        iteration_of = self.recorder.iteration_of
         for node, _ in graphwalk.walk(roots):
             held.append(node)
             if len(held) > BUDGET:
                 break
             record = graphwalk.record(node)
             if record is not None:
-                window = bisect.bisect_right(marks, record.position)
-                if window < current:
-                    found.add(window)
+                iteration = iteration_of(record.position)
+                if iteration < current:
+                    found.add(iteration)
                     if oldest is None or record.position < oldest.position:
                         oldest = record
         return found, oldest
 
-    def _sample(self, call: Any, tensors: tuple, marks: list[int], roots: Optional[list] = None) -> None:
+    def _sample(self, call: Any, tensors: tuple, current: int, roots: Optional[list] = None) -> None:
         groups: dict[tuple, tuple[Holder, list, Any]] = {}
         for holder, value, root in graph_holders(roots):
+            if holder.bounded:  # a deque(maxlen=k): a window, however long it is
+                continue
             name = re.sub(r"\[\d+\].*", "", holder.name)  # a list of steps: its entries and what they hold are one holder
             # (a step function's local ``loss`` and the loop's global ``loss`` are two holders;
             # a global is one holder however the module ran: as a script, through runpy, ...)
             scope = None if root is None or root.co_name == "<module>" else root
             entry = groups.setdefault((name, scope), (Holder(name, holder.on_module, holder.code), [], value))
             entry[1].append(value.grad_fn)
+        for key in [k for k in self._seen if k not in groups]:  # holding no graph now (a total reset to 0.0): starts again
+            del self._seen[key]
         carried = None
         for key, (holder, roots, value) in groups.items():
-            windows, oldest = self._windows(roots, marks, [])
-            before, self._seen[key] = self._seen.get(key), len(windows)
-            if len(windows) < GROWN or before is None or len(windows) <= before or key in self._reported:
+            iterations, oldest = self._iterations(roots, current, [])
+            counts = self._seen.setdefault(key, [])
+            counts.append(len(iterations))
+            del counts[:-GROWING]
+            growing = len(counts) == GROWING and all(a < b for a, b in zip(counts, counts[1:]))
+            if not growing or counts[-1] < GROWN or key in self._reported:
                 continue
             if carried is None:
-                carried = self._windows([t.grad_fn for t in tensors if t.grad_fn is not None], marks, [])[0]
+                carried = self._iterations([t.grad_fn for t in tensors if t.grad_fn is not None], current, [])[0]
             self._reported.add(key)
             loss = next((r for r in map(graphwalk.record, (t.grad_fn for t in tensors if t.grad_fn is not None)) if r), None)
-            self._report(holder, value, oldest, before, len(windows), len(carried) >= GROWN, call, loss)
+            self._report(holder, value, oldest, counts[-2], counts[-1], len(carried) >= GROWN, call, loss)
 
     def _report(self, holder: Holder, value: Any, oldest: Any, before: int, now: int, carried: bool, call: Any, loss: Any) -> None:
         record = graphwalk.record(value.grad_fn) or oldest
         built = Piece.at("oldest graph built", oldest.stack, self.recorder.iteration_of(oldest.position) + 1) if oldest else None
         held = Piece.at("still held", call.stack, call.iteration + 1)
-        unit = "optimizer steps" if self._steps else "backward calls"
-        growth = f"`{holder.name}` keeps the autograd graphs of {now} earlier {unit} alive ({before} one sample before)"
+        growth = f"`{holder.name}` keeps the autograd graphs of {now} earlier iterations alive, more at each look ({before} one look before)"
         store = _fill(holder, record, len(record.stack) - 1) if record is not None else None
         if carried:
             code, message = "GF101", f"{growth}, and every new loss is built on them: detach it where it is carried into the next step"

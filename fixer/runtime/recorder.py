@@ -20,6 +20,7 @@ import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
+from fixer.runtime.library_calls import library_patches
 from fixer.runtime.observer import Observer
 from fixer.runtime.sites import Stack, caller_stack, is_user_code, user_stack
 from fixer.runtime.stopping import StopRun, insist
@@ -46,7 +47,10 @@ except ImportError:  # a torch without them: the public spelling
 _GRAD = torch.Tensor.grad  # the descriptor whose reads reach our mode as ``_GRAD.__get__``
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
 KEEP_FIRST, KEEP_LAST = 64, 4096
-HELD = 16  # freeing backward calls whose graph structure is kept to compare with a failing one  # calls kept: the first ones (before-the-loop graphs) and recent
+HELD = 16  # freeing backward calls whose graph structure is kept to compare with a failing one, at most
+HELD_ITERATIONS = 2  # ... and only those of the current and the previous iteration: a freed graph's
+# nodes still cost memory (a transformer's: megabytes), and a diagnosis compares the failing graph
+# with the backwards of its own iteration (a GAN's two players) or the one before (carried state)
 
 
 @dataclass(eq=False)
@@ -57,7 +61,7 @@ class Call:
     iteration: int  # 0-based
     roots: tuple = ()  # weak references to the tensors backpropagated
     root_records: tuple = ()  # the records of their grad_fn at the call (a graph, not a tensor object)
-    root_nodes: tuple = ()  # those grad_fn, held for the last HELD freeing calls (their saved tensors are gone)
+    root_nodes: tuple = ()  # those grad_fn, held for the recent freeing calls (HELD, HELD_ITERATIONS)
     frees: bool = False  # the call frees the graph it walks (no retain_graph)
     optimizer: Optional[weakref.ref] = None
 
@@ -176,11 +180,12 @@ class Recorder:
         records = tuple(r for n in nodes if (r := n.metadata.get(KEY)) is not None)
         call = self.record_call(kind, caller_stack(2), roots=tuple(map(weakref.ref, tensors)), root_records=records, frees=frees)
         self._watching(True)  # a step that raised never ran its post hook
-        if frees:  # after this call the graph holds no saved tensors: keeping its nodes costs little
+        if frees:  # kept to compare with a later failing graph, for a bounded time (HELD_ITERATIONS)
             call.root_nodes = nodes
             self._held.append(call)
-            if len(self._held) > HELD:
-                self._held.pop(0).root_nodes = ()
+            held = self._held
+            while held and (len(held) > HELD or held[0].iteration <= call.iteration - HELD_ITERATIONS):
+                held.pop(0).root_nodes = ()
         self.notify("before_backward", call, tensors)
         self._depth += 1
         try:
@@ -298,7 +303,9 @@ class Recorder:
             user = user_types.get(kind)
             if user is None:
                 user = user_types[kind] = _user_forward(kind)
-            if user == self._mode_on or self.in_step or self.op_watchers:  # already as it should be
+            # already as it should be; or a library module without submodules (a Linear, a ReLU, a
+            # loss): its one or few torch calls cost less recorded, as the mode stands, than switched
+            if user == self._mode_on or self.in_step or self.op_watchers or not (user or module._modules):
                 return module_call(module, *args, **kwargs)
             return self._call_switched(module_call, module, args, kwargs, user)
 
@@ -309,6 +316,7 @@ class Recorder:
             (torch.autograd, "grad", entry("grad", torch.autograd.grad, "outputs", 2)),
             (torch.optim.Optimizer, "zero_grad", zero_grad_of(torch.optim.Optimizer.zero_grad)),
             (torch.nn.Module, "zero_grad", zero_grad_of(torch.nn.Module.zero_grad)),
+            *library_patches(self),
         )
         for owner, name, value in patches:
             self._undo.append((owner, name, getattr(owner, name)))

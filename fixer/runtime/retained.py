@@ -5,9 +5,10 @@ After a call with ``retain_graph=True`` written out (``create_graph`` not set: i
 meant to be differentiated again), every node of the graph it walked but the leaves' gets a
 pre-hook, which fires only if a later backward executes that node, and a token in its
 ``metadata``, which dies with the node. A call site is reported when none of its calls' graphs
-was walked again, and each died (or the whole program ended); a graph too large to watch or
-still alive at an early stop, or holding nodes a ``create_graph=True`` call built (a gradient
-penalty's, MAML's), leaves its site undecided, so unreported.
+was walked again, and the whole program ended or, at an early stop (``--max-steps``), some of
+them already died unwalked (the graph still alive at the stop is not waited for); a graph too
+large to watch, or holding nodes a ``create_graph=True`` call built (a gradient penalty's,
+MAML's), leaves its site undecided, so unreported, as does a stop before any graph died.
 
 A kept graph walked again after an optimizer stepped the parameters below the node first
 reached, whose line ran only once, is a value built before the loop that every step reuses with
@@ -144,7 +145,8 @@ class Retained(Observer):
             sites.setdefault(_written(kept.call.stack), []).append(kept)  # the line to edit, whoever calls it
         found = []
         for stack, kept in sites.items():
-            decided = all(not k.undecided and (whole_run or k.alive == 0) for k in kept)
+            # an early stop (--max-steps) leaves the last graphs alive: the ones that died unwalked decide
+            decided = not any(k.undecided for k in kept) and (whole_run or any(k.alive == 0 for k in kept))
             if not stack or not decided or any(k.walked for k in kept):
                 continue
             first, last = kept[0].call, kept[-1].call

@@ -22,10 +22,43 @@ def render(findings: list[Finding], fmt: str) -> str:
     return "".join(line + "\n" for line in text_lines(findings))
 
 
-def write_report(findings: list[Finding], fmt: str, output: Optional[str]) -> Optional[str]:
-    """Write the report to ``output`` (None: stdout); why it could not be written, or None."""
+class LineEnd:
+    """Whether the program's last write to stdout left its line open (a ``\r`` progress line)."""
+
+    unfinished = False
+
+
+@contextlib.contextmanager
+def line_end(stream) -> Iterator[LineEnd]:
+    """Watch the writes to ``stream`` (``sys.stdout``: ``print`` and ``sys.stdout.write`` reach
+    it) for how the last one ended; the stream itself is untouched otherwise."""
+    seen = LineEnd()
+    write = getattr(stream, "write", None)
+
+    def tracked(text):
+        if text:
+            seen.unfinished = not str(text).endswith("\n")
+        return write(text)
+
+    try:
+        stream.write = tracked
+    except (AttributeError, TypeError):  # a stream without an instance dict: not watched
+        yield seen
+        return
+    try:
+        yield seen
+    finally:
+        with contextlib.suppress(AttributeError):
+            del stream.write
+
+
+def write_report(findings: list[Finding], fmt: str, output: Optional[str], fresh_line: bool = False) -> Optional[str]:
+    """Write the report to ``output`` (None: stdout, on a line of its own when ``fresh_line``:
+    the program's last output did not end its line); why it could not be written, or None."""
     text = render(findings, fmt)
     if output is None:
+        if fresh_line and text:
+            text = "\n" + text
         sys.stdout.write(text)
         sys.stdout.flush()
         return None
