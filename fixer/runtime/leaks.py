@@ -23,7 +23,6 @@ The cause, in the rules' terms:
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import Any, Optional
 
