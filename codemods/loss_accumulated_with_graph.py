@@ -64,7 +64,6 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
-from fixer.analysis.grad_mode import records_gradients
 from fixer.analysis.graph_reuse import inside
 from fixer.analysis.reported import TERMINAL_CALLS, TERMINAL_METHODS, evaluation_loop, fed_by_graph
 from fixer.analysis.held_values import held_name
@@ -113,8 +112,8 @@ class LossAccumulatedWithGraph(Rule):
     def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
         framework_step = _framework_training_step(scope)
         evaluation_only = not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx))
-        if evaluation_only and not (any(_accumulation(n) for n in scope_nodes(scope)) and records_gradients(ctx, scope)):
-            return  # nothing here backpropagates, and no evaluation loop runs recording gradients
+        if evaluation_only and not any(_accumulation(n) for n in scope_nodes(scope)):
+            return  # nothing here backpropagates, and nothing accumulates
         graph = facts(ctx, scope)
         for node in scope_nodes(scope):
             found = _accumulation(node, graph)

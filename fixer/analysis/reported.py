@@ -76,12 +76,13 @@ def evaluation_loop(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast
         return False
     if switches_grad_mode(ctx, scope):
         return False  # the function switches gradient recording itself
-    if not any(not under_no_grad(ctx, call.node) for call in training) and not records_gradients(ctx, scope):
-        return False  # nothing shows that this function runs with gradients on
     if not graph.carries_graph(value, stmt):
         return False
     if isinstance(scope.node, ast.Module) and any(
         isinstance(n, ast.Name) and n.id == accumulator for other in scopes(ctx) if other.node is not scope.node for n in scope_nodes(other)
     ):
         return False  # a function of this module reads the total
-    return only_reported(ctx, scope, graph, accumulator, stmt, 2, is_update)
+    if not only_reported(ctx, scope, graph, accumulator, stmt, 2, is_update):
+        return False
+    # last, as it may read the callers in other files: nothing else shows the function runs with gradients on
+    return any(not under_no_grad(ctx, call.node) for call in training) or records_gradients(ctx, scope)
