@@ -7,7 +7,8 @@ import textwrap
 
 from fixer.analysis.calls import backward_calls
 from fixer.analysis.scopes import scopes
-from fixer.analysis.shared_graph import later_backward_through_same_graph
+from codemods.separate_backward_through_shared_graph import SeparateBackwardThroughSharedGraph
+from fixer.analysis.shared_graph import later_backward_through_same_graph, retains_graph
 from fixer.context import FileContext
 
 
@@ -199,3 +200,20 @@ def test_a_branch_that_ends_the_pass_does_not_run_before_what_follows():
     assert runs_after_in_same_pass(ctx, scope, s["also_first"], s["second"])
     assert runs_after_in_same_pass(ctx, scope, s["inner"], s["after_inner"], allow_first_loop=True)
     assert not runs_after_in_same_pass(ctx, scope, s["inner"], s["after_inner"])
+
+
+def test_legacy_retain_variables_keeps_the_graph_like_retain_graph():
+    # torch < 0.4 spelled retain_graph ``retain_variables``: the first call frees nothing, so the
+    # second may walk the shared trunk again and GF105 has nothing to report
+    source = PRELUDE + textwrap.dedent("""
+        features = trunk(x)
+        a = crit(head_a(features), y)
+        b = crit(head_b(features), y)
+        a.backward(retain_variables=True)
+        b.backward()
+    """)
+    ctx = FileContext("t.py", source)
+    assert [retains_graph(c) for c in backward_calls(ctx, scopes(ctx)[0])] == [True, False]
+    assert list(SeparateBackwardThroughSharedGraph().check(ctx)) == []
+    retaining = FileContext("t.py", source.replace("retain_variables=True", "retain_variables=False"))
+    assert [d.code for d in SeparateBackwardThroughSharedGraph().check(retaining)] == ["GF105"]

@@ -162,7 +162,7 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     calls = backward_calls(ctx, callee)
     every = [
         c for c in calls
-        if c.kind in ("method", "autograd.backward", "owner", "scaler") and frees_graph(c) and c.keyword("retain_graph") is None
+        if c.kind in ("method", "autograd.backward", "owner", "scaler") and frees_graph(c)
         and not enclosing_loops(ctx, ctx.statement_of(c.node), callee)
         and (always_runs(ctx, c.node, callee.node) or _parameter_guard(ctx, callee, c) is not None)
     ]
