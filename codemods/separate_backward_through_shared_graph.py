@@ -48,6 +48,12 @@ output reaching both losses counts. A module the analysis cannot see into (`mode
 create_model(opt)`, `config.network_fn()`) gives no finding. A value computed under
 `torch.no_grad()` / `inference_mode()` is a graph boundary, like `.detach()`.
 
+Two calls of one project function or method (`scaler.backward(loss_a)`, then
+`scaler.backward(loss_b)`, the class in another file) that differ only in the loss merge into one
+call on the sum when, for those arguments, the callee only backpropagates a linear image of it
+(`(loss.float() * self.scale).backward()`, an `if` on a constant argument not taken); otherwise
+they are reported without an edit.
+
 Backward calls inside a loop whose shared part is built before the loop are left to GF102
 (`subgraph-built-before-loop`); the same tensor backwarded twice is GF106 (`repeated-backward`).
 Only plain `loss.backward()` calls are merged; calls with arguments (`gradient=`, `inputs=`) or
@@ -75,9 +81,9 @@ from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.passes import guarded_unit, same_guard
-from fixer.analysis.project import called_function
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls
+from fixer.analysis.wrapped_backward import backward_wrapper_argument, merged_calls
 from fixer.analysis.shared_graph import (
     flowing_nodes,
     graph_origins,
@@ -122,7 +128,7 @@ class SeparateBackwardThroughSharedGraph(Rule):
                     continue
                 partner, origins = later
                 if call.kind == "call" or partner.kind == "call":
-                    yield _across_calls(self, ctx, call, partner, origins)
+                    yield _across_calls(self, ctx, scope, call, partner, origins)
                     continue
                 if _gan_step(ctx, scope, call, partner):
                     continue
@@ -219,28 +225,6 @@ def _loss_of(call: BackwardCall) -> Optional[str]:
     return fed[0].id if len(fed) == 1 and isinstance(fed[0], ast.Name) else None
 
 
-def _backward_wrapper(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.Name]:
-    """The argument ``call`` passes, as a plain name, for the parameter of a function of the
-    project whose body (past its docstring) is only ``parameter.backward()``."""
-    if call.kind != "call" or call.node.keywords or any(isinstance(a, ast.Starred) for a in call.node.args):
-        return None
-    callee = called_function(ctx, scope, call.node.func)
-    if callee is None or not isinstance(callee.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or callee.node.decorator_list:
-        return None
-    body = callee.node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-        body = body[1:]
-    inner = backward_call(callee.ctx or ctx, body[0].value) if len(body) == 1 and isinstance(body[0], ast.Expr) else None
-    if inner is None or not _plain(inner) or not isinstance(inner.target, ast.Name):
-        return None
-    params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
-    params = params[1:] if callee.self_name else params
-    if params.count(inner.target.id) != 1 or len(call.node.args) != len(params) or callee.node.args.kwonlyargs:
-        return None
-    argument = call.node.args[params.index(inner.target.id)]
-    return argument if isinstance(argument, ast.Name) else None
-
-
 def _inert(ctx: FileContext, scope: Scope, stmts: list[ast.stmt], loop: ast.For) -> bool:
     """``stmts`` touch no gradient or parameter and bind no name the loop header reads."""
     header = {n.id for part in (loop.target, loop.iter) for n in walk(part) if isinstance(n, ast.Name)}
@@ -264,7 +248,7 @@ def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, 
     condition = " and ".join(f"({ctx.text(t)})" if len(tests) > 1 and isinstance(t, ast.BoolOp) else ctx.text(t) for t in tests)
     total = f"sum({items})" if not tests else f"sum({value} for {ctx.text(loop.target)} in {items} if {condition})"
     once, edits = f"{total}.backward()", []
-    argument = _backward_wrapper(ctx, scope, call) if call.kind == "call" else None
+    argument = backward_wrapper_argument(ctx, scope, call) if call.kind == "call" else None
     if call.kind == "call" and (argument is None or any(_reads(a, _bound_in([loop.target])) for a in call.node.args if a is not argument)):
         pass  # the function does more than backpropagate, or another argument reads the loop's variables
     elif ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
@@ -404,9 +388,23 @@ def _retain(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, part
     )
 
 
-def _across_calls(rule: Rule, ctx: FileContext, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
-    """One of the two backward passes runs inside a step function: no edit can merge them here."""
+def _across_calls(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
+    """One of the two backward passes runs inside a step function: merged when both call one
+    function that only backpropagates a linear image of the argument they differ in."""
     first, second = (f"`{ctx.text(c.node)}`" if c.kind == "call" else f"`{ctx.text(c.target)}.backward()`" for c in (call, partner))
+    summed = merged_calls(ctx, scope, call, partner)
+    if summed is not None:
+        total = " + ".join(_operand(ctx, a, i) for i, a in enumerate(summed))
+        return rule.diagnostic(
+            ctx,
+            call.node,
+            f"{first} and {second} backpropagate through the shared graph of {_describe(ctx, origins)}; the first "
+            f"frees it and the second raises 'backward through the graph a second time'. The function only "
+            f"backpropagates its argument: call it once with the sum `{total}`",
+            [Edit(*ctx.span(summed[0]), total), _delete_line(ctx, ctx.statement_of(partner.node))],
+            Applicability.SAFE,
+            title=f"Backpropagate `{total}` in one call",
+        )
     return rule.diagnostic(
         ctx,
         call.node,

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from fixer.analysis.instance_methods import instance_method
 from fixer.analysis.names import dotted, last_name, qualified, root_name, value_names
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import NOTHING, FileContext
@@ -57,8 +58,8 @@ def backward_call(ctx: FileContext, node: ast.AST) -> Optional[BackwardCall]:
     receiver = func.value
     if func.attr == "manual_backward" and node.args:
         return BackwardCall(node, node.args[0], "owner")
-    if func.attr != "backward":
-        return None
+    if func.attr != "backward" or instance_method(ctx, node) is not None:
+        return None  # ``wrapper.backward(loss)``: a project method, not a tensor's (training_calls reads it)
     owner = last_name(receiver)
     if owner and BACKWARD_OWNERS.match(owner) and node.args:
         return BackwardCall(node, node.args[0], "owner")

@@ -16,7 +16,7 @@ import ast
 import re
 from typing import Callable, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls, training_functions
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, imported_training_methods, optimizer_calls, training_functions
 from fixer.analysis.carried_flow import Feeding, always_runs, end_position, position, statement_effect
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
@@ -38,7 +38,7 @@ def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
         gate = _callee_text(ctx)
         if gate is None or not ctx.mentions(scope.node, gate):
             return []  # cheap: the scope names no function that may backpropagate
-        local, imported = training_functions(ctx), imported_names(ctx) - {"torch"}
+        local, imported = training_functions(ctx) | imported_training_methods(ctx), imported_names(ctx) - {"torch"}
         candidates = []
         for node in scope_nodes(scope):
             if not isinstance(node, ast.Call) or backward_call(ctx, node) is not None:
@@ -63,7 +63,7 @@ def _callee_text(ctx: FileContext) -> Optional["re.Pattern[str]"]:
     functions that backpropagate, and imported names whose definitions may."""
 
     def compute() -> Optional["re.Pattern[str]"]:
-        names = training_functions(ctx) | imported_step_names(ctx)
+        names = training_functions(ctx) | imported_training_methods(ctx) | imported_step_names(ctx)
         return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))) if names else None
 
     return ctx.memo("training_callee_text", compute)

@@ -1,0 +1,31 @@
+"""Which project method a call through an instance runs: ``opt.backward(loss)`` runs
+``ScaledOptimizer.backward`` when every binding of ``opt`` constructs ``ScaledOptimizer`` (a class
+of this file or of another project file, ``project.called_function``) and that class defines
+``backward``. A fact about what the receiver holds, never about its name: a receiver that cannot
+be resolved gives None (it may be a tensor)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.project import called_function
+from fixer.analysis.scopes import Scope, scopes
+from fixer.context import FileContext
+
+
+def instance_method(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
+    """The method of a project class that ``name.method(...)`` runs, or None."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return None
+    callee = called_function(ctx, enclosing_scope(ctx, call), func)
+    if callee is None or callee.class_node is None or callee.self_name is None or callee.node.name != func.attr:
+        return None
+    return callee
+
+
+def enclosing_scope(ctx: FileContext, node: ast.AST) -> Scope:
+    """The innermost function (or the module) that contains ``node``."""
+    by_node = ctx.memo("scopes_by_node", lambda: {id(s.node): s for s in scopes(ctx)})
+    return next((by_node[id(a)] for a in ctx.ancestors(node) if id(a) in by_node), by_node[id(ctx.tree)])
