@@ -8,7 +8,10 @@ the graph a second time".
 
 It fires only on what the file proves: the loss derives, through assignments with one reaching
 definition each, from a call of a module whose input carries a graph (a module's output, such as
-an action from the policy or a generator's sample); the step's optimizer is built from that
+an action from the policy or a generator's sample), or of a module that saves its own weights
+on any input: one that feeds a parametrized layer's output into a weight-saving layer
+(`nn.Sequential(nn.Linear(...), nn.ReLU(), nn.Linear(...))`, a class of this file whose
+`forward` chains two such layers), such as a generator applied to noise; the step's optimizer is built from that
 module's parameters (`critic_opt = Adam(critic.parameters())`; an optimizer whose parameters are
 not visible gives no finding); the forward, the step and the backward run in this order in the
 same pass. When an earlier backward without `retain_graph` already freed part of the graph, GF105
@@ -57,6 +60,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
 from fixer.analysis.scopes import scopes
 from fixer.analysis.stale_forward import StaleWalk, stale_walks
 from fixer.context import FileContext
@@ -74,7 +78,8 @@ class StepBetweenForwardAndBackward(Rule):
             return
         for scope in scopes(ctx):
             for walk in stale_walks(ctx, scope):
-                yield self._report(ctx, walk)
+                if not _gan_cause(ctx, walk):
+                    yield self._report(ctx, walk)
 
     def _report(self, ctx: FileContext, walk: StaleWalk) -> Diagnostic:
         loss, forward, step = ctx.text(walk.backward.target), ctx.text(walk.forward), ctx.text(walk.step.node)
@@ -98,6 +103,13 @@ class StepBetweenForwardAndBackward(Rule):
             Applicability.UNSAFE,
             title=f"Recompute {names} after the step" if names else "Recompute the forward after the step",
         )
+
+
+def _gan_cause(ctx: FileContext, walk: StaleWalk) -> bool:
+    """GF103 reports the cause between the forward and the backward: a discriminator step on
+    an undetached fake, whose fix also ends this walk."""
+    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    return any(walk.forward.lineno <= line <= walk.backward.node.lineno for line in lines)
 
 
 def _copy(ctx: FileContext, stmt, indent: str) -> str:

@@ -53,8 +53,46 @@ def test_optimizer_over_unknown_parameters_gives_no_finding():
     assert _findings(critic_opt="torch.optim.SGD(make_params(critic), lr=0.1)") == []
 
 
-def test_data_input_gives_no_finding():
-    assert _findings(new_action="action") == []
+def test_data_input_through_two_layers_is_found():
+    # the critic's second layer saves its weight for its input's gradient (the first layer's
+    # output requires grad) even on data: this program raises too
+    assert _findings(new_action="action") == [("GF108", 20, True)]
+
+
+def test_data_input_of_one_layer_gives_no_finding():
+    # a single layer on data saves only its input: the step changes nothing the backward reads
+    single = "single = nn.Linear(4, 1)\nsingle_opt = torch.optim.SGD(single.parameters(), lr=0.1)\n"
+    loop = single + LOOP.replace("critic(", "single(").replace("critic_opt", "single_opt")
+    assert _findings(new_action="action", loop=loop) == []
+    source = textwrap.dedent(HEAD).format(critic_opt="None") + loop.format(new_action="action", retain="")
+    assert subprocess.run([sys.executable, "-c", source], capture_output=True, timeout=120).returncode == 0
+
+
+def test_step_between_two_backwards_of_one_retained_graph():
+    """``g_loss.backward(retain_graph=True); opt_g.step(); info_loss.backward()`` through one
+    generator output: the step changes weights the retained graph saved. The fix recomputes the
+    info loss after the step; the retain then goes (GF302), and the program runs."""
+    source = textwrap.dedent(HEAD).format(critic_opt="torch.optim.SGD(critic.parameters(), lr=0.1)") + textwrap.dedent("""
+        for it in range(3):
+            state = torch.randn(16, 3)
+            action = actor(state)
+            q = critic(torch.cat([state, action], 1))
+            actor_loss = -q.mean()
+            smooth = action.pow(2).mean()
+            actor_opt.zero_grad()
+            actor_loss.backward(retain_graph=True)
+            actor_opt.step()
+            critic_opt.zero_grad()
+            smooth.backward()
+            critic_opt.step()
+    """)
+    crashed = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=120)
+    assert "modified by an inplace operation" in crashed.stderr
+    together = process_source("t.py", source.encode(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
+    assert [(d.code, d.line) for d in together.diagnostics] == [("GF108", 20)] and together.remaining == []
+    assert "actor_loss.backward()" in together.fixed and together.fixed.count("action = actor(state)") == 2
+    run = subprocess.run([sys.executable, "-c", together.fixed], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
 
 
 def test_graph_freed_by_an_earlier_backward_is_left_to_gf105():

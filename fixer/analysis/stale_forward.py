@@ -18,12 +18,13 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls
+from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.gan_roles import producers, trains
 from fixer.analysis.gan_steps import optimizer_steps, position
 from fixer.analysis.graph import TENSOR_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.protocol import optimizer_params
+from fixer.analysis.saving_modules import saves_own_weights
 from fixer.analysis.scopes import Scope, under_no_grad
 from fixer.analysis.shared_graph import NON_SAVING, flowing_nodes, reaching, retains_graph, runs_after_in_same_pass, shared_saving_origins
 from fixer.context import FileContext
@@ -68,7 +69,7 @@ def stale_walks(ctx: FileContext, scope: Scope) -> list[StaleWalk]:
 def _stale_walk(ctx, scope, call, calls, steps, owners) -> Optional[StaleWalk]:
     graph = facts(ctx, scope)
     here = ctx.statement_of(call.node)
-    before = [s for s in steps if runs_after_in_same_pass(ctx, scope, ctx.statement_of(s.node), here)]
+    before = [s for s in steps if runs_after_in_same_pass(ctx, scope, ctx.statement_of(s.node), here) and _applies_gradients(ctx, scope, s, calls)]
     if not before:
         return None
     roots = _definitions(ctx, graph, call.target, call.node, MAX_DEPTH, {})
@@ -85,6 +86,19 @@ def _stale_walk(ctx, scope, call, calls, steps, owners) -> Optional[StaleWalk]:
     changed = {id(d.stmt) for d in _all(roots) for f in _module_calls(ctx, graph, d)
                if any(_changes(ctx, scope, owners[s.owner], f, d.stmt, s, proven=False) for s in before)}
     return StaleWalk(call, step, forward, _recompute(ctx, graph, call, roots, changed))
+
+
+def _applies_gradients(ctx: FileContext, scope: Scope, step: OptimizerCall, calls: list[BackwardCall]) -> bool:
+    """A backward runs before the step in its pass, after the optimizer's last ``zero_grad()``
+    there: otherwise the step has no gradient to apply (or it is GF202's step before backward)."""
+    at = ctx.statement_of(step.node)
+    resets = [ctx.statement_of(z.node) for z in optimizer_calls(ctx, scope) if z.kind == "zero_grad" and z.owner == step.owner]
+    resets = [r for r in resets if runs_after_in_same_pass(ctx, scope, r, at)]
+    for call in calls:
+        stmt = ctx.statement_of(call.node)
+        if runs_after_in_same_pass(ctx, scope, stmt, at) and all(runs_after_in_same_pass(ctx, scope, r, stmt) for r in resets):
+            return True
+    return False
 
 
 def _definitions(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST, depth: int, seen: dict) -> tuple[_Definition, ...]:
@@ -138,7 +152,7 @@ def _changes(
 ) -> bool:
     """``step`` updates parameters ``forward`` saved: its optimizer trains the module, the step runs
     after the forward in the same pass and (``proven``) the module's input carries a graph, so the
-    weights are saved for the input's gradient."""
+    weights are saved for the input's gradient, or the module saves its deeper weights on any input."""
     if not trains(models, dotted(forward.func)):
         return False
     if not runs_after_in_same_pass(ctx, scope, stmt, ctx.statement_of(step.node)):
@@ -147,7 +161,7 @@ def _changes(
         return True
     graph = facts(ctx, scope)
     inputs = [*forward.args, *(k.value for k in forward.keywords)]
-    return any(graph.kind(arg, stmt) == Kind.GRAPH or producers(ctx, graph, arg, stmt) for arg in inputs)
+    return any(graph.kind(arg, stmt) == Kind.GRAPH or producers(ctx, graph, arg, stmt) for arg in inputs) or saves_own_weights(ctx, scope, forward.func)
 
 
 def _freed_before(ctx: FileContext, scope: Scope, call: BackwardCall, calls: list[BackwardCall]) -> bool:
