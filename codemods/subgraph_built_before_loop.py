@@ -13,6 +13,11 @@ Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, 
 reported. Uses under `.detach()` do not count, and a loop of discriminator steps on a generator
 output built before it is left to GF103 (the fix there is `fake.detach()`, not a recompute).
 
+"Before the loop" includes the last pass of an earlier loop of the same block (`fake = netG(z)`
+in the critic steps, then every generator step backpropagates `netD(fake)` and steps the
+generator): the value is built once and then reused by every iteration; its copy at the top of
+the loop reads the same inputs when nothing rebinds them after it.
+
 The loop's backward may run under a periodic guard (`if step % k == 0:`, many passes) or in a
 step function it calls (`loss = train_step(y)`, a function of
 this file or of another project file that backpropagates on every call, or on every k-th call
@@ -68,6 +73,8 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
 from fixer.analysis.bindings import imported_names, module_names
+from fixer.analysis.earlier_in_pass import runs_before_once
+from fixer.analysis.trainable_inputs import requires_grad_surely
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.graph import GraphFacts, Kind, facts
@@ -83,7 +90,7 @@ from fixer.analysis.graph_reuse import (
     reaches,
     repeats_per_iteration,
 )
-from fixer.analysis.names import dotted, qualified
+from fixer.analysis.names import qualified
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
@@ -277,7 +284,7 @@ def _at_method_start(ctx: FileContext, scope: Scope, lines) -> list[Edit]:
 def _saving_from_trainable(scope: Scope, stmt: ast.Assign) -> bool:
     ctx = scope.ctx
     graph = facts(ctx, scope)
-    return saves_tensors(ctx, scope, stmt.value) and _requires_grad_surely(ctx, graph, stmt.value, stmt, 3)
+    return saves_tensors(ctx, scope, stmt.value) and requires_grad_surely(ctx, graph, stmt.value, stmt, 3)
 
 
 def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
@@ -318,41 +325,15 @@ def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.A
         stmt, value = defs[0]
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             continue
-        if (stmt.lineno, stmt.col_offset) >= (loop.lineno, loop.col_offset) or not inside(ctx, loop, ctx.parent(stmt)):
+        if (stmt.lineno, stmt.col_offset) >= (loop.lineno, loop.col_offset):
             continue
+        if not inside(ctx, loop, ctx.parent(stmt)) and not runs_before_once(ctx, stmt, loop):
+            continue  # (in the last pass of an earlier loop, say: built once before this one)
         proven = built_graph(ctx, stmt)  # graphfix run saw this graph freed and needed again
         if under_no_grad(ctx, stmt) or graph.kind(value, stmt) != Kind.GRAPH or not (proven or saves_tensors(ctx, scope, value)):
             continue
-        if proven or _requires_grad_surely(ctx, graph, value, stmt, 3):
+        if proven or requires_grad_surely(ctx, graph, value, stmt, 3):
             yield name, stmt
-
-
-def _requires_grad_surely(ctx: FileContext, graph: GraphFacts, expr: ast.expr, at: ast.AST, depth: int) -> bool:
-    """Some input of ``expr`` is a leaf that requires grad, or a module built in this file and not
-    frozen, or a name computed from one of those (a module passed in may be frozen: unknown)."""
-    for node in walk(expr):
-        if isinstance(node, ast.Call) and graph.is_module(node.func):
-            module = ctx.text(node.func)
-            if module in module_names(ctx) and not _frozen(ctx, module):
-                return True
-        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node):
-            kind = graph.kind(node, at)
-            if kind == Kind.LEAF:
-                return True
-            if kind == Kind.GRAPH and depth > 0:
-                defs = graph.reaching(dotted(node), at)
-                if any(v is not None and _requires_grad_surely(ctx, graph, v, s, depth - 1) for s, v in defs):
-                    return True
-    return False
-
-
-def _frozen(ctx: FileContext, module: str) -> bool:
-    name = re.escape(module)
-    pattern = (
-        rf"{name}\.requires_grad_\(\s*False|{name}\.eval\(\)\.requires_grad_\(\s*False"
-        rf"|for\s+(\w+)\s+in\s+{name}\.parameters\(\)\s*:\s*\n?\s*\1\.requires_grad(_\(\s*False|\s*=\s*False)"
-    )
-    return re.search(pattern, ctx.source) is not None
 
 
 def _recompute_kind(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.Assign, loop: ast.AST) -> Optional[str]:
@@ -461,7 +442,7 @@ def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[E
         if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load) and not inside(ctx, n, loop)
     ]
     siblings = getattr(ctx.parent(stmt), "body", [])
-    if not elsewhere and stmt in siblings and len(siblings) > 1:
+    if not elsewhere and stmt in siblings and len(siblings) > 1 and inside(ctx, loop, ctx.parent(stmt)):  # else copied
         edits.append(Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), ""))
     return edits
 

@@ -24,7 +24,7 @@ ENGINE_IMPORTS = {"graph_reuse.py", "shared_graph.py"}
 LONG_MODULES = {
     "codemods/fake_not_detached_for_discriminator.py": 424, "codemods/graph_carried_across_iterations.py": 407,
     "codemods/loss_accumulated_with_graph.py": 547, "codemods/separate_backward_through_shared_graph.py": 479,
-    "codemods/subgraph_built_before_loop.py": 481, "fixer/analysis/carried.py": 578, "fixer/analysis/gan_steps.py": 443,
+    "codemods/subgraph_built_before_loop.py": 462, "fixer/analysis/carried.py": 578, "fixer/analysis/gan_steps.py": 443,
     "fixer/analysis/project.py": 580, "fixer/analysis/retained.py": 434,
 }
 
