@@ -51,7 +51,8 @@ def _construction(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[as
     head, _, attr = name.partition(".")
     if attr and "." not in attr and head == scope.self_name and scope.class_node is not None:
         writes = attribute_writes(ctx, scope.class_node).get(attr, [])
-        values = [w.value for w in writes]
+        values = [v for w in writes for t in getattr(w.stmt, "targets", [None]) for v in _bound(t, w.value, name)]
+        values = values if len(values) == len(writes) else []  # a write that is no plain assignment: unknown
     elif not attr:
         values = [value for a in statement_index(ctx).assigns for t in a.targets for value in _bound(t, a.value, name)]
     else:
@@ -61,12 +62,12 @@ def _construction(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[as
 
 def _bound(target: ast.expr, value: ast.expr, name: str) -> list[ast.expr]:
     """What ``target = value`` binds to ``name`` (element-wise for ``a, b = A(), B()``)."""
-    if isinstance(target, ast.Name):
-        return [value] if target.id == name else []
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        return [value] if dotted(target) == name else []
     if isinstance(target, (ast.Tuple, ast.List)):
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             return [v for t, e in zip(target.elts, value.elts) for v in _bound(t, e, name)]
-        return [value] if any(isinstance(n, ast.Name) and n.id == name for n in walk(target)) else []  # unknown element: never one construction
+        return [value] if any(dotted(n) == name for n in walk(target)) else []  # unknown element: never one construction
     return []
 
 
@@ -96,7 +97,7 @@ def _saving(ctx: FileContext, construction: ast.Call, depth: int) -> bool:
 def _chain_saves(ctx: FileContext, layers: list[ast.expr], depth: int) -> bool:
     """In a chain of layers, a parametrized one comes before a weight-saving one (or one saves alone)."""
     seen_parameters = False
-    for layer in layers:
+    for layer in _flat(ctx, layers):
         if not isinstance(layer, ast.Call):
             return False  # ``*blocks``, a name: unknown
         kind = _layer(ctx, layer)
@@ -104,6 +105,12 @@ def _chain_saves(ctx: FileContext, layers: list[ast.expr], depth: int) -> bool:
             return True
         seen_parameters |= kind in PARAMETRIZED
     return False
+
+
+def _flat(ctx: FileContext, layers: list[ast.expr]) -> list[ast.expr]:
+    """The layers of a chain, nested ``nn.Sequential`` chains opened in place."""
+    return [inner for layer in layers for inner in (
+        _flat(ctx, list(layer.args)) if isinstance(layer, ast.Call) and _layer(ctx, layer) == "Sequential" else [layer])]
 
 
 def _forward_saves(ctx: FileContext, cls: ast.ClassDef, forward: Scope, depth: int) -> bool:

@@ -161,7 +161,10 @@ def _changes(
         return True
     graph = facts(ctx, scope)
     inputs = [*forward.args, *(k.value for k in forward.keywords)]
-    return any(graph.kind(arg, stmt) == Kind.GRAPH or producers(ctx, graph, arg, stmt) for arg in inputs) or saves_own_weights(ctx, scope, forward.func)
+    if any(graph.kind(arg, stmt) == Kind.GRAPH or producers(ctx, graph, arg, stmt) for arg in inputs):
+        return True
+    module = dotted(forward.func) or ""  # on data: the step must cover the whole module, whose weights it saves
+    return any(module == m or module.startswith(m + ".") for m in models) and saves_own_weights(ctx, scope, forward.func)
 
 
 def _freed_before(ctx: FileContext, scope: Scope, call: BackwardCall, calls: list[BackwardCall]) -> bool:
