@@ -345,13 +345,10 @@ def _stored_names(ctx: FileContext, graph: GraphFacts, it: Iteration) -> dict[st
                 stored[name] = defs
         return stored
     prefix = f"{scope.self_name}." if it.per_call else ""
-    stored = {}
-    for name, defs in graph.assignments.items():
-        if not name.startswith(prefix) or name.count(".") > 1:
-            continue
-        own = [(s, v) for s, v in defs if inside(ctx, s, it.node)]
-        if own:
-            stored[name] = own
+    stored: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
+    for name, (s, v) in graph.assigned_within(it.node):  # by position: not every assignment of the scope for each loop
+        if name.startswith(prefix) and name.count(".") <= 1 and inside(ctx, s, it.node):
+            stored.setdefault(name, []).append((s, v))
     return stored
 
 
