@@ -129,7 +129,7 @@ class FakeNotDetachedForDiscriminator(Rule):
             if len(calls) < 2:
                 continue
             steps = _steps(ctx, scope)
-            if len(steps) < 2:
+            if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
                 continue
             for first, second in discriminator_generator_pairs(ctx, scope, calls):
                 for use in _discriminator_uses(ctx, scope, first, second, steps):

@@ -359,8 +359,8 @@ def _names_in(expr: ast.AST) -> set[str]:
 
 def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
     """True if the total (or anything computed from it) is backpropagated: summing losses on purpose."""
-    derived = _derived(graph, accumulator)
-    return any(_names_in(call.target) & derived for call in backward_calls(ctx, scope))
+    backwarded = ctx.memo(("backwarded_names", id(scope.node)), lambda: {n for c in backward_calls(ctx, scope) for n in _names_in(c.target)})
+    return bool(backwarded & _derived(graph, accumulator))  # the names found once a scope, not once a total
 
 
 def _derived(graph: GraphFacts, accumulator: str) -> set[str]:

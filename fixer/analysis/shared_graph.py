@@ -271,6 +271,22 @@ def runs_after_in_same_pass(ctx: FileContext, scope: Scope, first: ast.stmt, sec
     return False
 
 
+def pass_loop(ctx: FileContext, stmt: ast.AST, scope: Scope) -> Optional[int]:
+    """The innermost loop around ``stmt`` in ``scope`` (its id; None: none).
+    ``runs_after_in_same_pass`` without ``allow_first_loop`` holds only between two statements of
+    one such loop: no loop lies between either statement and their common block."""
+    loop = next((p for p in statement_path(ctx, stmt, scope)[1:] if isinstance(p, LOOPS)), None)
+    return None if loop is None else id(loop)
+
+
+def same_pass_groups(ctx: FileContext, scope: Scope, stmts: list[ast.AST]) -> dict[Optional[int], list[int]]:
+    """Indices of ``stmts`` (in order) by ``pass_loop``."""
+    groups: dict[Optional[int], list[int]] = {}
+    for index, stmt in enumerate(stmts):
+        groups.setdefault(pass_loop(ctx, stmt, scope), []).append(index)
+    return groups
+
+
 def _jumps_after(parent: Optional[ast.AST], node: ast.AST, until: Optional[ast.AST], in_first_loop: bool) -> bool:
     """A ``return``/``raise`` (or, outside a loop that ends before the second statement, a
     ``continue``/``break``) follows ``node`` in its block, before ``until`` when given."""
