@@ -97,6 +97,20 @@ def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     return ctx.memo(("backward_calls", id(scope.node)), compute)
 
 
+def backward_calls_in(ctx: FileContext, scope: Scope, region: ast.AST) -> list[BackwardCall]:
+    """The scope's backward calls inside ``region`` (a loop or block of the scope), in order: each
+    call listed once a scope under every node around it, not a test of every call for each region."""
+
+    def compute() -> dict[int, list[BackwardCall]]:
+        under: dict[int, list[BackwardCall]] = {}
+        for call in backward_calls(ctx, scope):
+            for parent in ctx.ancestors(call.node):
+                under.setdefault(id(parent), []).append(call)
+        return under
+
+    return ctx.memo(("backward_calls_in", id(scope.node)), compute).get(id(region), [])
+
+
 def written_backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     """The scope's backward calls with their targets as written."""
 

@@ -279,12 +279,17 @@ def pass_loop(ctx: FileContext, stmt: ast.AST, scope: Scope) -> Optional[int]:
     return None if loop is None else id(loop)
 
 
-def same_pass_groups(ctx: FileContext, scope: Scope, stmts: list[ast.AST]) -> dict[Optional[int], list[int]]:
-    """Indices of ``stmts`` (in order) by ``pass_loop``."""
+def same_pass_later(ctx: FileContext, scope: Scope, stmts: list[ast.AST]) -> list[list[int]]:
+    """For each of ``stmts``, the later ones of the list in its ``pass_loop`` (their indices): the
+    only ones ``runs_after_in_same_pass`` without ``allow_first_loop`` can hold for."""
     groups: dict[Optional[int], list[int]] = {}
     for index, stmt in enumerate(stmts):
         groups.setdefault(pass_loop(ctx, stmt, scope), []).append(index)
-    return groups
+    later: list[list[int]] = [[] for _ in stmts]
+    for members in groups.values():
+        for rank, index in enumerate(members):
+            later[index] = members[rank + 1 :]
+    return later
 
 
 def _jumps_after(parent: Optional[ast.AST], node: ast.AST, until: Optional[ast.AST], in_first_loop: bool) -> bool:
