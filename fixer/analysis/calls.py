@@ -257,9 +257,8 @@ def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     from fixer.analysis.project import called_function  # project -> scopes -> (no calls): no cycle at import
 
     inside = region is scope.node
-    for call in backward_calls(ctx, scope):
-        if inside or any(parent is region for parent in ctx.ancestors(call.node)):
-            return True
+    if backward_calls(ctx, scope) if inside else backward_calls_in(ctx, scope, region):
+        return True
     if not training_functions(ctx) or not ctx.mentions(region, training_call_text(ctx)):
         return False
     nodes = scope_nodes(scope) if inside else [n for n in walk(region)]

@@ -270,11 +270,10 @@ def object_class(ctx: FileContext, owner: str) -> Optional[ast.ClassDef]:
 
 
 def _module_construction(ctx: FileContext, owner: str) -> Optional[ast.Call]:
-    """The call of the first module-level ``owner = f(...)``."""
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(dotted(t) == owner for t in stmt.targets):
-            return stmt.value
-    return None
+    """The call of the first module-level ``owner = f(...)`` (those of every owner found once a file)."""
+    first = ctx.memo("module_constructions", lambda: {
+        dotted(t): s.value for s in reversed(ctx.tree.body) if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) for t in s.targets})
+    return first.get(owner)
 
 
 def project_object_class(ctx: FileContext, owner: str) -> Optional[tuple[FileContext, ast.ClassDef]]:

@@ -56,3 +56,6 @@ class Placed:
     def of(self, node: ast.AST) -> list[int]:
         """Indices at which ``node`` itself is in the list."""
         return self._at.get(id(node), [])
+
+
+NOWHERE = Placed(())  # an empty list of statements
