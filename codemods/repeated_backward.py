@@ -91,7 +91,7 @@ class RepeatedBackward(Rule):
             helpers = _helper_backwards(ctx, scope) if direct else {}
             returning = _returning_helpers(ctx, scope) if direct else {}
             calls = sorted(direct + list(helpers) + list(returning), key=lambda c: (c.node.lineno, c.node.col_offset))
-            following = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls])  # only those can run after a call in its pass
+            following = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls], allow_first_loop=True)  # the only later calls to ask
             for index, call in enumerate(calls):
                 if retains_graph(call) or not (_saves(*returning[call]) if call in returning else _saves(ctx, scope, call)):
                     continue

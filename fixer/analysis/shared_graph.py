@@ -16,6 +16,7 @@ carried around a loop) contributes nothing, so the answer errs towards "not shar
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -279,16 +280,17 @@ def pass_loop(ctx: FileContext, stmt: ast.AST, scope: Scope) -> Optional[int]:
     return None if loop is None else id(loop)
 
 
-def same_pass_later(ctx: FileContext, scope: Scope, stmts: list[ast.AST]) -> list[list[int]]:
-    """For each of ``stmts``, the later ones of the list in its ``pass_loop`` (their indices): the
-    only ones ``runs_after_in_same_pass`` without ``allow_first_loop`` can hold for."""
+def same_pass_later(ctx: FileContext, scope: Scope, stmts: list[ast.AST], allow_first_loop: bool = False) -> list[list[int]]:
+    """For each of ``stmts``, the later ones of the list (their indices) ``runs_after_in_same_pass``
+    can hold for: those of its ``pass_loop``; with ``allow_first_loop``, of a loop around it or none."""
     groups: dict[Optional[int], list[int]] = {}
     for index, stmt in enumerate(stmts):
         groups.setdefault(pass_loop(ctx, stmt, scope), []).append(index)
-    later: list[list[int]] = [[] for _ in stmts]
-    for members in groups.values():
-        for rank, index in enumerate(members):
-            later[index] = members[rank + 1 :]
+    later = []
+    for index, stmt in enumerate(stmts):
+        around = [None, *(id(p) for p in statement_path(ctx, stmt, scope)[1:] if isinstance(p, LOOPS))]
+        members = [groups.get(loop, []) for loop in (around if allow_first_loop else [pass_loop(ctx, stmt, scope)])]
+        later.append(sorted(i for group in members for i in group[bisect.bisect_right(group, index) :]))
     return later
 
 
