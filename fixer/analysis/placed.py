@@ -48,7 +48,9 @@ class Placed:
         return sorted(self._order[: find(self._starts, position)])
 
     def starting_within(self, node: ast.AST) -> list[int]:
-        """Indices of the statements starting within ``node``'s span, in list order."""
+        """Indices of the statements starting within ``node``'s span (all: a module), in list order."""
+        if not hasattr(node, "lineno"):
+            return sorted(self._order)
         low = bisect.bisect_left(self._starts, start(node))
         high = bisect.bisect_right(self._starts, end(node))
         return sorted(self._order[low:high])
