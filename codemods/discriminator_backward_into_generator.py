@@ -80,7 +80,7 @@ class DiscriminatorBackwardIntoGenerator(Rule):
             if len(calls) < 2:
                 continue
             steps = optimizer_steps(ctx, scope)
-            if len(steps) < 2:
+            if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
                 continue
             for first, second in discriminator_generator_pairs(ctx, scope, calls):
                 found = _undetached_uses(ctx, scope, first, second, steps)

@@ -98,7 +98,7 @@ from fixer.analysis.class_model import attribute_writes, written_only_in
 from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
-from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass
+from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, same_pass_later
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -129,7 +129,7 @@ class FakeNotDetachedForDiscriminator(Rule):
             if len(calls) < 2:
                 continue
             steps = _steps(ctx, scope)
-            if len(steps) < 2:
+            if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
                 continue
             for first, second in discriminator_generator_pairs(ctx, scope, calls):
                 for use in _discriminator_uses(ctx, scope, first, second, steps):
@@ -264,11 +264,10 @@ def _generator_first_pairs(
 ) -> Iterator[tuple[BackwardCall, BackwardCall, ast.stmt, ast.stmt, OptimizerCall, OptimizerCall]]:
     """(first backward, second backward, their statements, the generator and discriminator steps)
     for every pair run generator step first; a first backward passing one of ``unless`` is skipped."""
-    for index, first in enumerate(calls):
-        if any(first.keyword(flag) is not None for flag in unless):
-            continue
+    later = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls], allow_first_loop=True)  # the only ones to ask
+    for index, first in ((i, c) for i, c in enumerate(calls) if all(c.keyword(flag) is None for flag in unless)):
         one = ctx.statement_of(first.node)
-        for second in calls[index + 1 :]:
+        for second in (calls[i] for i in later[index]):
             two = ctx.statement_of(second.node)
             pair = _generator_first_steps(ctx, scope, one, two, steps)
             if pair is not None:

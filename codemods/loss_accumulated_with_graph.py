@@ -62,7 +62,7 @@ import ast
 import re
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, training_call_text
+from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, backward_calls_in, training_call_text
 from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import inside
 from fixer.analysis.reported import TERMINAL_CALLS, TERMINAL_METHODS, evaluation_loop, fed_by_graph
@@ -359,8 +359,8 @@ def _names_in(expr: ast.AST) -> set[str]:
 
 def _reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
     """True if the total (or anything computed from it) is backpropagated: summing losses on purpose."""
-    derived = _derived(graph, accumulator)
-    return any(_names_in(call.target) & derived for call in backward_calls(ctx, scope))
+    backwarded = ctx.memo(("backwarded_names", id(scope.node)), lambda: {n for c in backward_calls(ctx, scope) for n in _names_in(c.target)})
+    return bool(backwarded & _derived(graph, accumulator))  # the names found once a scope, not once a total
 
 
 def _derived(graph: GraphFacts, accumulator: str) -> set[str]:
@@ -390,7 +390,7 @@ def _frees_graphs_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     a quantity meant to be differentiated again, not the iteration's backward."""
     if not backpropagates_in(ctx, scope, region):
         return False
-    calls = [c for c in backward_calls(ctx, scope) if region is scope.node or inside(ctx, c.node, region)]
+    calls = backward_calls(ctx, scope) if region is scope.node else backward_calls_in(ctx, scope, region)
     return not calls or any(c.kind != "autograd.grad" or c.flag("create_graph") is False for c in calls)
 
 

@@ -72,6 +72,7 @@ from fixer.analysis.shared_graph import (
     keyword_edit,
     retains_graph,
     runs_after_in_same_pass,
+    same_pass_later,
     same_value,
 )
 from fixer.context import FileContext
@@ -90,11 +91,12 @@ class RepeatedBackward(Rule):
             helpers = _helper_backwards(ctx, scope) if direct else {}
             returning = _returning_helpers(ctx, scope) if direct else {}
             calls = sorted(direct + list(helpers) + list(returning), key=lambda c: (c.node.lineno, c.node.col_offset))
+            following = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls], allow_first_loop=True)  # the only later calls to ask
             for index, call in enumerate(calls):
                 if retains_graph(call) or not (_saves(*returning[call]) if call in returning else _saves(ctx, scope, call)):
                     continue
                 stmt = ctx.statement_of(call.node)
-                for later in calls[index + 1 :]:
+                for later in (calls[i] for i in following[index]):
                     later_stmt = ctx.statement_of(later.node)
                     if call in returning and later not in helpers and later not in returning and runs_after_in_same_pass(ctx, scope, stmt, later_stmt):
                         if dotted(later.target) == dotted(call.target) and _unchanged_between(ctx, scope, call, later):

@@ -91,7 +91,7 @@ from fixer.analysis.shared_graph import (
     keyword_edit,
     reaching,
     retains_graph,
-    runs_after_in_same_pass,
+    runs_after_in_same_pass, same_pass_later,
     same_value,
     shared_saving_origins,
 )
@@ -119,11 +119,11 @@ class SeparateBackwardThroughSharedGraph(Rule):
             calls = sorted(calls + steps, key=lambda c: (c.node.lineno, c.node.col_offset)) if steps else calls
             if len(calls) < 2:
                 continue
-            merged: set[int] = set()
+            merged, following = set[int](), same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls])
             for index, call in enumerate(calls):
                 if id(call.node) in merged or retains_graph(call):
                     continue
-                later = _next_sharing(ctx, scope, call, calls[index + 1 :])
+                later = _next_sharing(ctx, scope, call, [calls[i] for i in following[index]])  # only those can run after it in its pass
                 if later is None:
                     continue
                 partner, origins = later

@@ -87,6 +87,7 @@ def run_rules(
         except Exception as exc:  # a rule bug must never stop the run
             detail = traceback.format_exc() if verbose else f"{type(exc).__name__}: {exc}"
             crashes.append(f"rule {rule.code} ({rule.name}) crashed: {detail}")
+    ctx.cache.clear()  # its analyses refer back to it: freed now, not by a later cycle collection (a pass runs several)
     return sorted(set(found), key=lambda d: d.sort_key), crashes
 
 

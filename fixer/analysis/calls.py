@@ -98,6 +98,20 @@ def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     return ctx.memo(("backward_calls", id(scope.node)), compute)
 
 
+def backward_calls_in(ctx: FileContext, scope: Scope, region: ast.AST) -> list[BackwardCall]:
+    """The scope's backward calls inside ``region`` (a loop or block of the scope), in order: each
+    call listed once a scope under every node around it, not a test of every call for each region."""
+
+    def compute() -> dict[int, list[BackwardCall]]:
+        under: dict[int, list[BackwardCall]] = {}
+        for call in backward_calls(ctx, scope):
+            for parent in ctx.ancestors(call.node):
+                under.setdefault(id(parent), []).append(call)
+        return under
+
+    return ctx.memo(("backward_calls_in", id(scope.node)), compute).get(id(region), [])
+
+
 def written_backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     """The scope's backward calls with their targets as written."""
 
@@ -244,9 +258,8 @@ def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     from fixer.analysis.project import called_function  # project -> scopes -> (no calls): no cycle at import
 
     inside = region is scope.node
-    for call in backward_calls(ctx, scope):
-        if inside or any(parent is region for parent in ctx.ancestors(call.node)):
-            return True
+    if backward_calls(ctx, scope) if inside else backward_calls_in(ctx, scope, region):
+        return True
     if not training_functions(ctx) or not ctx.mentions(region, training_call_text(ctx)):
         return False
     nodes = scope_nodes(scope) if inside else [n for n in walk(region)]

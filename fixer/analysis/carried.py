@@ -270,11 +270,10 @@ def object_class(ctx: FileContext, owner: str) -> Optional[ast.ClassDef]:
 
 
 def _module_construction(ctx: FileContext, owner: str) -> Optional[ast.Call]:
-    """The call of the first module-level ``owner = f(...)``."""
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(dotted(t) == owner for t in stmt.targets):
-            return stmt.value
-    return None
+    """The call of the first module-level ``owner = f(...)`` (those of every owner found once a file)."""
+    first = ctx.memo("module_constructions", lambda: {
+        dotted(t): s.value for s in reversed(ctx.tree.body) if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) for t in s.targets})
+    return first.get(owner)
 
 
 def project_object_class(ctx: FileContext, owner: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
@@ -345,13 +344,10 @@ def _stored_names(ctx: FileContext, graph: GraphFacts, it: Iteration) -> dict[st
                 stored[name] = defs
         return stored
     prefix = f"{scope.self_name}." if it.per_call else ""
-    stored = {}
-    for name, defs in graph.assignments.items():
-        if not name.startswith(prefix) or name.count(".") > 1:
-            continue
-        own = [(s, v) for s, v in defs if inside(ctx, s, it.node)]
-        if own:
-            stored[name] = own
+    stored: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
+    for name, (s, v) in graph.assigned_within(it.node):  # by position: not every assignment of the scope for each loop
+        if name.startswith(prefix) and name.count(".") <= 1 and inside(ctx, s, it.node):
+            stored.setdefault(name, []).append((s, v))
     return stored
 
 

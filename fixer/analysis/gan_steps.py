@@ -21,7 +21,7 @@ from typing import Iterator, Optional
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import flows_straight, frees_graph, innermost_loop
-from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass
+from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, same_pass_later
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function
 from fixer.analysis.protocol import optimizer_params
@@ -240,10 +240,9 @@ def discriminator_generator_pairs(
 ) -> Iterator[tuple[BackwardCall, BackwardCall]]:
     """(discriminator backward, generator backward) candidates: the second runs after the first in
     the same pass, in the same loop, or after the loop of discriminator steps around the first."""
-    for index, first in enumerate(calls):
-        if first.keyword("create_graph") is not None:
-            continue
-        for second in calls[index + 1 :]:
+    later = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls], allow_first_loop=True)  # the only ones to ask
+    for index, first in ((i, c) for i, c in enumerate(calls) if c.keyword("create_graph") is None):
+        for second in (calls[i] for i in later[index]):
             one, two = ctx.statement_of(first.node), ctx.statement_of(second.node)
             loop = innermost_loop(ctx, two, scope.node)
             if innermost_loop(ctx, one, scope.node) is loop and runs_after_in_same_pass(ctx, scope, one, two):

@@ -18,6 +18,7 @@ from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backw
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.placed import Placed, start
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes, under_no_grad
 from fixer.context import FileContext
@@ -85,6 +86,8 @@ class GraphFacts:
         self._query_kinds: dict[tuple[str, int], Kind] = {}
         self._duck_typed: set[tuple[str, int]] = set()
         self._bound: list[dict[str, ast.expr]] = []  # comprehension variables -> their iterables
+        self._placed: dict[Optional[str], Placed] = {}  # by name; None: all names
+        self._all_placed: Optional[list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]] = None
         self._collect()
 
     # -- facts -----------------------------------------------------------------------------
@@ -132,17 +135,31 @@ class GraphFacts:
         (and earlier ones when that one is conditional); all of them if none precedes ``at``
         (a value carried around a loop)."""
         defs = self.assignments.get(name, [])
-        position = (at.lineno, at.col_offset)
+        position = start(at)
         around = {id(at), *map(id, self.ctx.ancestors(at))}  # a statement holding ``at`` (a loop header) is not before it
-        before = [d for d in defs if (d[0].lineno, d[0].col_offset) < position and id(d[0]) not in around]
-        if not before:
-            return defs
-        chosen = [before[-1]]
-        for candidate in reversed(before[:-1]):
-            if not self._is_conditional(chosen[-1][0], at):
+        chosen: list[tuple[ast.AST, Optional[ast.expr]]] = []
+        for index in range(self.placed(name).last_before(position), -1, -1):  # those before ``at``, latest first
+            stmt = defs[index][0]
+            if start(stmt) >= position or id(stmt) in around:
+                continue
+            if chosen and not self._is_conditional(chosen[-1][0], at):
                 break
-            chosen.append(candidate)
-        return chosen
+            chosen.append(defs[index])
+        return chosen or defs
+
+    def placed(self, name: str) -> Placed:
+        """The assignments of ``name`` indexed by position."""
+        if name not in self._placed:
+            self._placed[name] = Placed([stmt for stmt, _ in self.assignments.get(name, [])])
+        return self._placed[name]
+
+    def assigned_within(self, node: ast.AST) -> list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]:
+        """(name, assignment) for each assignment starting within ``node``'s span, in the order of
+        ``assignments`` (name by name)."""
+        if self._all_placed is None:
+            self._all_placed = [(name, d) for name, defs in self.assignments.items() for d in defs]
+            self._placed[None] = Placed([stmt for _, (stmt, _) in self._all_placed])
+        return [self._all_placed[i] for i in self._placed[None].starting_within(node)]
 
     def _is_conditional(self, stmt: ast.AST, at: ast.AST) -> bool:
         at_parents = set(map(id, self.ctx.ancestors(at)))

@@ -21,6 +21,7 @@ from fixer.analysis.bindings import module_names
 from fixer.analysis.flow import flowing_arguments
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, import_aliases, qualified
+from fixer.analysis.placed import NOWHERE, Placed, start
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
 from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
@@ -91,6 +92,7 @@ class GraphSources:
         self.ctx, self.scope = ctx, scope
         self.graph: GraphFacts = facts(ctx, scope)
         self.mutations = _mutations(scope)
+        self.mutated = {name: Placed([stmt for stmt, _ in found]) for name, found in self.mutations.items()}
         self.aliases = import_aliases(ctx)
 
     # -- entry point -----------------------------------------------------------------------
@@ -282,18 +284,15 @@ class GraphSources:
     def _reaching(self, name: str, at: ast.AST) -> list[tuple[Def, frozenset]]:
         """Definitions of ``name`` that may reach ``at``, each with the loop (its id, in a set; empty
         for none) from whose previous iteration it comes. Container mutations never kill earlier contents."""
-        assigned = [Def(s, v) for s, v in self.graph.assignments.get(name, [])]
-        mutated = [Def(s, v, True) for s, v in self.mutations.get(name, [])]
-        found: list[tuple[Def, frozenset]] = []
-        straight = {id(s) for s, _ in self.graph.reaching(name, at)}
-        loops = enclosing_loops(self.ctx, at, self.scope)
-        for definition in assigned:
-            header = any(definition.stmt is loop for loop in loops)  # ``for x in ...`` around ``at``
-            if header or (id(definition.stmt) in straight and _before(definition.stmt, at)):
-                found.append((definition, frozenset()))
-        found += [(m, frozenset()) for m in mutated if _before(m.stmt, at)]
+        assigned, mutated = self.graph.assignments.get(name, []), self.mutations.get(name, [])
+        placed, changed = self.graph.placed(name), self.mutated.get(name, NOWHERE)  # by position: a long scope is not scanned
+        loops = enclosing_loops(self.ctx, at, self.scope)  # a header (``for x in ...`` around ``at``), or straight before it:
+        chosen = {i for s, _ in self.graph.reaching(name, at) for i in placed.of(s)} | {i for loop in loops for i in placed.of(loop)}
+        found = [(Def(*assigned[i]), frozenset()) for i in sorted(chosen) if any(assigned[i][0] is loop for loop in loops) or _before(assigned[i][0], at)]
+        found += [(Def(*mutated[i], True), frozenset()) for i in changed.starting_before(start(at), True) if _before(mutated[i][0], at)]
         for loop in loops:
-            inside = [d for d in assigned + mutated if _within(self.ctx, d.stmt, loop)]
+            inside = [Def(*assigned[i]) for i in placed.starting_within(loop) if _within(self.ctx, assigned[i][0], loop)]
+            inside += [Def(*mutated[i], True) for i in changed.starting_within(loop) if _within(self.ctx, mutated[i][0], loop)]
             if any(not d.mutation and self._dominates(d.stmt, at, loop) for d in inside):
                 break
             found += [(d, frozenset({id(loop)})) for d in inside]
@@ -318,7 +317,7 @@ class GraphSources:
 def _before(stmt: ast.AST, at: ast.AST) -> bool:
     """``stmt`` finishes before ``at`` starts (and does not contain it)."""
     end = (getattr(stmt, "end_lineno", stmt.lineno), getattr(stmt, "end_col_offset", 0))
-    return end <= (at.lineno, at.col_offset) and not any(n is at for n in walk(stmt))
+    return end < start(at) or end == start(at) and not any(n is at for n in walk(stmt))  # spans nest: walk only on a tie
 
 
 def _within(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:

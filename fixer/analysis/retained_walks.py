@@ -75,7 +75,10 @@ def _saved(node: ast.AST) -> bool:
 
 
 def _later_backward(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
-    for other in backward_calls(ctx, scope):
+    others = backward_calls(ctx, scope)
+    reaching = _backwards_reaching(ctx, scope, graph)  # only those can reach a statement of ``own``
+    for index in sorted({i for stmt in own.defs for i in reaching.get(stmt, ())}):
+        other = others[index]
         if other.node is call.node:
             continue
         reached = _reached_later(ctx, scope, graph, other.target, other.node, call.node)
@@ -94,6 +97,20 @@ def _reached_later(ctx, scope, graph: GraphSources, expr: ast.expr, at: ast.AST,
     return set(_built(ctx, scope, graph, expr, at)[1]) if shared else set()
 
 
+def _backwards_reaching(ctx, scope, graph: GraphSources) -> dict[int, list[int]]:
+    """For each statement building a backward call's graph, the calls (their index among the
+    scope's) whose graph it builds: found once for the scope, not once for each pair of calls."""
+
+    def compute() -> dict[int, list[int]]:
+        found: dict[int, list[int]] = {}
+        for index, other in enumerate(backward_calls(ctx, scope)):
+            for stmt in _built(ctx, scope, graph, other.target, other.node)[0]:
+                found.setdefault(stmt, []).append(index)
+        return found
+
+    return ctx.memo(("backwards_reaching", id(scope.node)), compute)
+
+
 def _built(ctx, scope, graph: GraphSources, expr: ast.expr, at: ast.AST) -> tuple[frozenset[int], frozenset[int]]:
     """The statements building ``expr``'s graph at ``at``, and those of them reached from a previous
     iteration: asked again for every backward call of the scope, so found once."""
@@ -106,11 +123,10 @@ def _built(ctx, scope, graph: GraphSources, expr: ast.expr, at: ast.AST) -> tupl
 
 
 def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -> Optional[str]:
-    for node, value, what, after in _escapes(ctx, scope, graph):
-        if after and not _after(node, call.node):
-            continue
-        # a statement of the graph that stores (``self.h = self.net(x)``) stores part of it
-        if id(node) in own.defs or _built(ctx, scope, graph, value, node)[0] & own.defs.keys():
+    escapes, reaching = _escapes(ctx, scope, graph), _escapes_reaching(ctx, scope, graph)
+    for index in sorted({i for stmt in own.defs for i in reaching.get(stmt, ())}):
+        node, _, what, after = escapes[index]
+        if not after or _after(node, call.node):
             return f"a value of its graph {what} (line {node.lineno})"
     for name in _names_read_elsewhere(ctx, scope):
         if set(graph.of_anywhere(name).defs) & own.defs.keys():
@@ -137,6 +153,20 @@ def _escapes(ctx, scope, graph) -> list[tuple[ast.AST, ast.expr, str, bool]]:
         return [(node, *escape) for node in scope_nodes(scope) for escape in _escaping_values(ctx, scope, graph, node, local)]
 
     return ctx.memo(("retained_escapes", id(scope.node)), compute)
+
+
+def _escapes_reaching(ctx, scope, graph) -> dict[int, list[int]]:
+    """For each statement of the scope, the escapes (their index in ``_escapes``) of a value it
+    builds: a statement of the graph that stores (``self.h = self.net(x)``) stores part of it."""
+
+    def compute() -> dict[int, list[int]]:
+        found: dict[int, list[int]] = {}
+        for index, (node, value, _, _) in enumerate(_escapes(ctx, scope, graph)):
+            for stmt in {id(node), *_built(ctx, scope, graph, value, node)[0]}:
+                found.setdefault(stmt, []).append(index)
+        return found
+
+    return ctx.memo(("escapes_reaching", id(scope.node)), compute)
 
 
 def _escaping_values(ctx, scope, graph, node, local: set[str]) -> Iterator[tuple[ast.expr, str, bool]]:

@@ -16,6 +16,7 @@ carried around a loop) contributes nothing, so the answer errs towards "not shar
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -269,6 +270,28 @@ def runs_after_in_same_pass(ctx: FileContext, scope: Scope, first: ast.stmt, sec
             return False
         return _same_field(parent, node, child) and not _jumps_after(parent, node, child, in_first_loop)
     return False
+
+
+def pass_loop(ctx: FileContext, stmt: ast.AST, scope: Scope) -> Optional[int]:
+    """The innermost loop around ``stmt`` in ``scope`` (its id; None: none).
+    ``runs_after_in_same_pass`` without ``allow_first_loop`` holds only between two statements of
+    one such loop: no loop lies between either statement and their common block."""
+    loop = next((p for p in statement_path(ctx, stmt, scope)[1:] if isinstance(p, LOOPS)), None)
+    return None if loop is None else id(loop)
+
+
+def same_pass_later(ctx: FileContext, scope: Scope, stmts: list[ast.AST], allow_first_loop: bool = False) -> list[list[int]]:
+    """For each of ``stmts``, the later ones of the list (their indices) ``runs_after_in_same_pass``
+    can hold for: those of its ``pass_loop``; with ``allow_first_loop``, of a loop around it or none."""
+    groups: dict[Optional[int], list[int]] = {}
+    for index, stmt in enumerate(stmts):
+        groups.setdefault(pass_loop(ctx, stmt, scope), []).append(index)
+    later = []
+    for index, stmt in enumerate(stmts):
+        around = [None, *(id(p) for p in statement_path(ctx, stmt, scope)[1:] if isinstance(p, LOOPS))]
+        members = [groups.get(loop, []) for loop in (around if allow_first_loop else [pass_loop(ctx, stmt, scope)])]
+        later.append(sorted(i for group in members for i in group[bisect.bisect_right(group, index) :]))
+    return later
 
 
 def _jumps_after(parent: Optional[ast.AST], node: ast.AST, until: Optional[ast.AST], in_first_loop: bool) -> bool:

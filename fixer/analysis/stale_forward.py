@@ -26,7 +26,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.saving_modules import saves_own_weights
 from fixer.analysis.scopes import Scope, under_no_grad
-from fixer.analysis.shared_graph import NON_SAVING, flowing_nodes, reaching, retains_graph, runs_after_in_same_pass, shared_saving_origins
+from fixer.analysis.shared_graph import NON_SAVING, flowing_nodes, reaching, retains_graph, runs_after_in_same_pass, pass_loop, shared_saving_origins
 from fixer.context import FileContext
 from fixer.nodes import walk as walk_nodes
 
@@ -56,9 +56,11 @@ def stale_walks(ctx: FileContext, scope: Scope) -> list[StaleWalk]:
         if not steps:
             return []
         calls = backward_calls(ctx, scope)
-        found = []
+        found, by_loop = [], {}  # steps of another loop cannot run before a backward in its pass
+        for step in steps:
+            by_loop.setdefault(pass_loop(ctx, ctx.statement_of(step.node), scope), []).append(step)
         for call in calls:
-            walk = _stale_walk(ctx, scope, call, calls, steps, owners)
+            walk = _stale_walk(ctx, scope, call, calls, by_loop.get(pass_loop(ctx, ctx.statement_of(call.node), scope), []), owners)
             if walk is not None:
                 found.append(walk)
         return found
