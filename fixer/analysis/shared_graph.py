@@ -336,8 +336,7 @@ def shared_saving_origins(ctx: FileContext, scope: Scope, first: BackwardCall, s
 
 
 def retains_graph(call: BackwardCall) -> bool:
-    """The call keeps its graph (retain_graph/create_graph, or the pre-0.4 ``retain_variables``
-    that meant retain_graph, given and not constant False)."""
+    """The call keeps its graph (retain_graph, its pre-0.4 name retain_variables, or create_graph, not constant False)."""
     for name in ("retain_graph", "retain_variables", "create_graph"):
         keyword = call.keyword(name)
         if keyword is not None and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
