@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pygls", reason="the server extra is not installed")
 ROOT = Path(__file__).resolve().parent.parent
 
 
