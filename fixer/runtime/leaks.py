@@ -24,6 +24,8 @@ The cause, in the rules' terms:
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections import deque
 from typing import Any, Optional
 
 import torch
@@ -32,6 +34,7 @@ from fixer.runtime import graphwalk
 from fixer.runtime.freed import _fill
 from fixer.runtime.holders import Holder, graph_holders, reachable
 from fixer.runtime.observer import Observer
+from fixer.runtime.recorder import KEY
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
 
@@ -40,6 +43,7 @@ NO_OPTIMIZER_AFTER = 16  # backward calls without any optimizer step, after whic
 GROWN = 3  # earlier iterations a holder must reach
 GROWING = 3  # samples in a row, each reaching more iterations than the one before
 BUDGET = 4000  # graph nodes walked per holder and sample
+INDEXED = re.compile(r"\[\d+\].*")  # from a holder's first index on: ``saved[3][0]`` -> ``saved``
 
 
 class Leaks(Observer):
@@ -86,21 +90,35 @@ class Leaks(Observer):
         return self._backwards
 
     def _iterations(self, roots: list, current: int, held: list) -> tuple[set, Optional[Any]]:
-        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the oldest record."""
+        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the oldest record.
+        (graphwalk.walk's breadth-first order, inline: every node of every sampled graph passes here.)"""
         found: set[int] = set()
         oldest = None
-        iteration_of = self.recorder.iteration_of
-        for node, _ in graphwalk.walk(roots):
-            held.append(node)
+        starts = self.recorder.iteration_starts
+        # a node is of an earlier iteration when built before ``current`` began
+        limit = float("inf") if current > len(starts) else starts[current - 1] if current > 0 else -1
+        seen: set[int] = set()
+        queue = deque(node for node in roots if node is not None)
+        pop, push = queue.popleft, queue.append
+        while queue:
+            node = pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            held.append(node)  # held, so ids stay unique during the walk
             if len(held) > BUDGET:
                 break
-            record = graphwalk.record(node)
-            if record is not None:
-                iteration = iteration_of(record.position)
-                if iteration < current:
-                    found.add(iteration)
-                    if oldest is None or record.position < oldest.position:
-                        oldest = record
+            try:
+                record = node.metadata.get(KEY)
+            except (AttributeError, RuntimeError):
+                record = None
+            if record is not None and record.position < limit:
+                found.add(bisect_right(starts, record.position))
+                if oldest is None or record.position < oldest.position:
+                    oldest = record
+            for child, _ in node.next_functions:
+                if child is not None:
+                    push(child)
         return found, oldest
 
     def _sample(self, call: Any, tensors: tuple, current: int, roots: Optional[list] = None) -> None:
@@ -108,7 +126,7 @@ class Leaks(Observer):
         for holder, value, root in graph_holders(roots):
             if holder.bounded:  # a deque(maxlen=k): a window, however long it is
                 continue
-            name = re.sub(r"\[\d+\].*", "", holder.name)  # a list of steps: its entries and what they hold are one holder
+            name = INDEXED.sub("", holder.name)  # a list of steps: its entries and what they hold are one holder
             # (a step function's local ``loss`` and the loop's global ``loss`` are two holders;
             # a global is one holder however the module ran: as a script, through runpy, ...)
             scope = None if root is None or root.co_name == "<module>" else root
