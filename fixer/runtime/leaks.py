@@ -89,24 +89,39 @@ class Leaks(Observer):
             return self._steps
         return self._backwards
 
-    def _iterations(self, roots: list, current: int, held: list) -> tuple[set, Optional[Any]]:
-        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the oldest record.
-        (graphwalk.walk's breadth-first order, inline: every node of every sampled graph passes here.)"""
+    def _iterations(self, roots: list, current: int, clean: dict) -> tuple[set, Optional[Any]]:
+        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the
+        oldest record. ``clean`` (id -> node, held so ids stay unique) gathers, over one sample, the
+        nodes shown to reach no earlier iteration (a walk that stayed within BUDGET and found none):
+        a later walk skips them (the holders of one step share most of their graph). Where the
+        skipping could have let a walk past BUDGET, it is walked again without: the answer is always
+        a plain bounded walk's."""
+        found, oldest, visited = self._walk(roots, current, clean)
+        if clean and len(visited) + len(clean) > BUDGET:
+            found, oldest, visited = self._walk(roots, current, {})
+        if not found and len(visited) <= BUDGET:
+            clean.update((id(node), node) for node in visited)
+        return found, oldest
+
+    def _walk(self, roots: list, current: int, skipped: dict) -> tuple[set, Optional[Any], list]:
+        """graphwalk.walk's breadth-first order, inline (every node of every sampled graph passes
+        here), at most BUDGET nodes; ``skipped`` nodes are neither counted nor walked below."""
         found: set[int] = set()
         oldest = None
         starts = self.recorder.iteration_starts
         # a node is of an earlier iteration when built before ``current`` began
         limit = float("inf") if current > len(starts) else starts[current - 1] if current > 0 else -1
         seen: set[int] = set()
+        visited: list = []  # held, so ids stay unique during the walk
         queue = deque(node for node in roots if node is not None)
         pop, push = queue.popleft, queue.append
         while queue:
             node = pop()
-            if id(node) in seen:
+            if id(node) in seen or id(node) in skipped:
                 continue
             seen.add(id(node))
-            held.append(node)  # held, so ids stay unique during the walk
-            if len(held) > BUDGET:
+            visited.append(node)
+            if len(visited) > BUDGET:
                 break
             try:
                 record = node.metadata.get(KEY)
@@ -119,7 +134,7 @@ class Leaks(Observer):
             for child, _ in node.next_functions:
                 if child is not None:
                     push(child)
-        return found, oldest
+        return found, oldest, visited
 
     def _sample(self, call: Any, tensors: tuple, current: int, roots: Optional[list] = None) -> None:
         groups: dict[tuple, tuple[Holder, list, Any]] = {}
@@ -135,8 +150,9 @@ class Leaks(Observer):
         for key in [k for k in self._seen if k not in groups]:  # holding no graph now (a total reset to 0.0): starts again
             del self._seen[key]
         carried = None
+        clean: dict[int, Any] = {}
         for key, (holder, roots, value) in groups.items():
-            iterations, oldest = self._iterations(roots, current, [])
+            iterations, oldest = self._iterations(roots, current, clean)
             counts = self._seen.setdefault(key, [])
             counts.append(len(iterations))
             del counts[:-GROWING]
@@ -144,7 +160,7 @@ class Leaks(Observer):
             if not growing or counts[-1] < GROWN or key in self._reported:
                 continue
             if carried is None:
-                carried = self._iterations([t.grad_fn for t in tensors if t.grad_fn is not None], current, [])[0]
+                carried = self._iterations([t.grad_fn for t in tensors if t.grad_fn is not None], current, clean)[0]
             self._reported.add(key)
             loss = next((r for r in map(graphwalk.record, (t.grad_fn for t in tensors if t.grad_fn is not None)) if r), None)
             self._report(holder, value, oldest, counts[-2], counts[-1], len(carried) >= GROWN, call, loss)
