@@ -71,7 +71,7 @@ class GraphfixServer(Session):
         workspace = capabilities.get("workspace") if isinstance(capabilities, dict) else None
         edits = workspace.get("workspaceEdit") if isinstance(workspace, dict) else None
         self.document_changes = isinstance(edits, dict) and edits.get("documentChanges") is True
-        self.raw_settings = params.get("initializationOptions")  # read at `initialized`: the answer goes first
+        self.raw_settings = params.get("initializationOptions") if isinstance(params, dict) else None  # read at `initialized`
         return {
             "capabilities": {
                 "positionEncoding": self.codec.encoding,
