@@ -335,8 +335,8 @@ def clean_command(
 def server_command(
     stdio: bool = typer.Option(True, "--stdio", help="Talk LSP over stdin/stdout: the only transport (many clients pass the flag)."),
 ) -> None:
-    """Run the language server on stdin/stdout (needs the server extra, which adds pygls)."""
-    from fixer.server import main as serve
+    """Run the language server on stdin/stdout."""
+    from fixer.server.protocol import serve
 
     raise typer.Exit(serve())
 

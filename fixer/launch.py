@@ -14,7 +14,7 @@ SERVER_FLAGS = {"--stdio"}  # what the server command takes; anything else (--he
 def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["server"] and set(args[1:]) <= SERVER_FLAGS:
-        from fixer.server import main as serve
+        from fixer.server.protocol import serve
 
         raise SystemExit(serve())
     from fixer.cli import main as cli_main

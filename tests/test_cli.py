@@ -195,12 +195,3 @@ def test_fix_through_a_symlink_keeps_the_link(tmp_path):
     assert graphfix("--fix", "link.py", cwd=tmp_path).returncode == 0
     assert (tmp_path / "link.py").is_symlink()
     assert (tmp_path / "real.py").read_text() == FIXED
-
-
-def test_server_without_its_extra_says_how_to_install_it(tmp_path):
-    (tmp_path / "pygls").mkdir()  # a pygls that cannot be imported, as when the extra is missing
-    (tmp_path / "pygls/__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'pygls'\", name='pygls')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    out = subprocess.run([sys.executable, "-m", "fixer", "server"], capture_output=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
-    assert out.returncode == 2 and out.stdout == b""
-    assert out.stderr.decode() == "graphfix: error: the language server needs pygls: pip install 'graphfix[server]'\n"

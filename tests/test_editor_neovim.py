@@ -1,10 +1,9 @@
 """`graphfix server` in a real editor: headless neovim attaches the server to a buffer holding a
 bug, waits for its diagnostic, requests the code action, applies it as neovim applies any LSP edit,
-and writes the buffer. CI installs Debian's neovim and the server extra (.ci/run)."""
+and writes the buffer. CI installs Debian's neovim (.ci/run)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 NVIM = shutil.which("nvim")
 pytestmark = [
     pytest.mark.skipif(NVIM is None, reason="neovim is not installed (CI installs Debian's neovim)"),
-    pytest.mark.skipif(importlib.util.find_spec("pygls") is None, reason="pygls is not installed (pip install '.[server]')"),
 ]
 
 CASE = ROOT / "fixtures/loss_accumulated_with_graph/plain_loop"

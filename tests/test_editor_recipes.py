@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -32,7 +31,6 @@ CASE = ROOT / "fixtures/loss_accumulated_with_graph/plain_loop"
 BUGGY = CASE.with_name(CASE.name + ".before.py").read_text().replace("  # expect: GF301", "")
 FIXED = CASE.with_name(CASE.name + ".after.py").read_text()
 NVIM = shutil.which("nvim")
-needs_server = pytest.mark.skipif(importlib.util.find_spec("pygls") is None, reason="pygls is not installed (pip install '.[server]')")
 
 # zsol.vscode-glspc 0.2.0, package.json "contributes.configuration.properties": name -> JSON type
 GLSPC = {
@@ -79,7 +77,6 @@ def test_the_readme_shows_the_recipes_as_the_files_are():
     assert f"```json\n{VSCODE.read_text()}```" in readme
 
 
-@needs_server
 @pytest.mark.skipif(NVIM is None, reason="neovim is not installed (apt-get install neovim)")
 def test_the_neovim_recipe_works_as_written(tmp_path):
     version = subprocess.run([NVIM, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
@@ -117,7 +114,6 @@ def apply(text: str, edits: list[dict]) -> str:
     return text
 
 
-@needs_server
 def test_the_vscode_settings_drive_the_server_as_the_extension_does(tmp_path):
     settings = json.loads(VSCODE.read_text())
     env = {**os.environ, "PATH": f"{shim(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}"}

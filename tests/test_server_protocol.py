@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pygls", reason="the server extra is not installed")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -152,3 +151,51 @@ def test_documents_opened_changed_and_closed_leave_no_memory_behind(raw):
 
     settled = cycles(10, 200)
     assert cycles(1000, 2000) - settled < 8  # 2,000 documents kept about 25 MB before
+
+
+def test_a_body_that_is_no_json_is_answered_with_a_parse_error_and_the_server_goes_on(raw, tmp_path):
+    raw.send_raw(b"Content-Length: 7\r\n\r\n{oops!}")
+    assert raw.answer(None)["error"]["code"] == -32700
+    raw.send({"id": 2, "method": "no/such/method", "params": {}})
+    assert raw.answer(2)["error"]["code"] == -32601  # Method Not Found
+    raw.send({"method": "no/such/notification", "params": {}})  # dropped, unanswered
+    raw.send({"id": 3, "method": "textDocument/hover", "params": {"textDocument": {"uri": (tmp_path / "none.py").as_uri()},
+                                                                   "position": {"line": 0, "character": 0}}})
+    assert raw.answer(3)["result"] is None  # a file neither open nor on disk: nothing to show
+
+
+def test_the_lifecycle_is_lsps():
+    client = RawClient()
+    try:
+        client.send({"id": 1, "method": "textDocument/hover", "params": {}})
+        assert client.answer(1)["error"]["code"] == -32002  # Server Not Initialized
+        client.send({"id": 2, "method": "initialize", "params": {"capabilities": {}}})
+        assert client.answer(2)["result"]["capabilities"]["positionEncoding"] == "utf-16"
+        client.send({"id": 3, "method": "initialize", "params": {"capabilities": {}}})
+        assert client.answer(3)["error"]["code"] == -32600
+        client.send({"method": "exit"})  # without shutdown: LSP's exit status 1
+        assert client.process.wait(timeout=20) == 1
+    finally:
+        client.close()
+
+
+def test_positions_count_in_the_encoding_the_client_chose(tmp_path):
+    """A UTF-8 client gets UTF-8 columns, and a change of a range (not the whole text) is applied."""
+    client = RawClient()
+    try:
+        client.send({"id": 1, "method": "initialize", "params": {"capabilities": {"general": {"positionEncodings": ["utf-8", "utf-16"]}}}})
+        assert client.answer(1)["result"]["capabilities"]["positionEncoding"] == "utf-8"
+        client.send({"method": "initialized", "params": {}})
+        uri = (tmp_path / "train.py").as_uri()
+        text = (ROOT / "fixtures/loss_accumulated_with_graph/plain_loop.before.py").read_text().replace("  # expect: GF301", "")
+        line = text[: text.index("running_loss += loss")].count("\n")
+        client.send({"method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
+        inserted = {"start": {"line": line, "character": 4}, "end": {"line": line, "character": 4}}
+        client.send({"method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": 2},
+                                                                     "contentChanges": [{"range": inserted, "text": 't = "é😀"; '}]}})
+        while (message := client.messages.get(timeout=20)).get("params", {}).get("version") != 2:
+            pass
+        (diagnostic,) = message["params"]["diagnostics"]
+        assert diagnostic["range"]["start"] == {"line": line, "character": 4 + len('t = "é😀"; '.encode())}
+    finally:
+        client.close()

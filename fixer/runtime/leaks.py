@@ -24,6 +24,8 @@ The cause, in the rules' terms:
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections import deque
 from typing import Any, Optional
 
 import torch
@@ -32,6 +34,7 @@ from fixer.runtime import graphwalk
 from fixer.runtime.freed import _fill
 from fixer.runtime.holders import Holder, graph_holders, reachable
 from fixer.runtime.observer import Observer
+from fixer.runtime.recorder import KEY
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
 
@@ -40,6 +43,7 @@ NO_OPTIMIZER_AFTER = 16  # backward calls without any optimizer step, after whic
 GROWN = 3  # earlier iterations a holder must reach
 GROWING = 3  # samples in a row, each reaching more iterations than the one before
 BUDGET = 4000  # graph nodes walked per holder and sample
+INDEXED = re.compile(r"\[\d+\].*")  # from a holder's first index on: ``saved[3][0]`` -> ``saved``
 
 
 class Leaks(Observer):
@@ -85,30 +89,59 @@ class Leaks(Observer):
             return self._steps
         return self._backwards
 
-    def _iterations(self, roots: list, current: int, held: list) -> tuple[set, Optional[Any]]:
-        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the oldest record."""
+    def _iterations(self, roots: list, current: int, clean: dict) -> tuple[set, Optional[Any]]:
+        """The iterations before ``current`` whose nodes the graphs below ``roots`` reach, and the
+        oldest record. ``clean`` (id -> node, held so ids stay unique) gathers, over one sample, the
+        nodes shown to reach no earlier iteration (a walk that stayed within BUDGET and found none):
+        a later walk skips them (the holders of one step share most of their graph). Where the
+        skipping could have let a walk past BUDGET, it is walked again without: the answer is always
+        a plain bounded walk's."""
+        found, oldest, visited = self._walk(roots, current, clean)
+        if clean and len(visited) + len(clean) > BUDGET:
+            found, oldest, visited = self._walk(roots, current, {})
+        if not found and len(visited) <= BUDGET:
+            clean.update((id(node), node) for node in visited)
+        return found, oldest
+
+    def _walk(self, roots: list, current: int, skipped: dict) -> tuple[set, Optional[Any], list]:
+        """graphwalk.walk's breadth-first order, inline (every node of every sampled graph passes
+        here), at most BUDGET nodes; ``skipped`` nodes are neither counted nor walked below."""
         found: set[int] = set()
         oldest = None
-        iteration_of = self.recorder.iteration_of
-        for node, _ in graphwalk.walk(roots):
-            held.append(node)
-            if len(held) > BUDGET:
+        starts = self.recorder.iteration_starts
+        # a node is of an earlier iteration when built before ``current`` began
+        limit = float("inf") if current > len(starts) else starts[current - 1] if current > 0 else -1
+        seen: set[int] = set()
+        visited: list = []  # held, so ids stay unique during the walk
+        queue = deque(node for node in roots if node is not None)
+        pop, push = queue.popleft, queue.append
+        while queue:
+            node = pop()
+            if id(node) in seen or id(node) in skipped:
+                continue
+            seen.add(id(node))
+            visited.append(node)
+            if len(visited) > BUDGET:
                 break
-            record = graphwalk.record(node)
-            if record is not None:
-                iteration = iteration_of(record.position)
-                if iteration < current:
-                    found.add(iteration)
-                    if oldest is None or record.position < oldest.position:
-                        oldest = record
-        return found, oldest
+            try:
+                record = node.metadata.get(KEY)
+            except (AttributeError, RuntimeError):
+                record = None
+            if record is not None and record.position < limit:
+                found.add(bisect_right(starts, record.position))
+                if oldest is None or record.position < oldest.position:
+                    oldest = record
+            for child, _ in node.next_functions:
+                if child is not None:
+                    push(child)
+        return found, oldest, visited
 
     def _sample(self, call: Any, tensors: tuple, current: int, roots: Optional[list] = None) -> None:
         groups: dict[tuple, tuple[Holder, list, Any]] = {}
         for holder, value, root in graph_holders(roots):
             if holder.bounded:  # a deque(maxlen=k): a window, however long it is
                 continue
-            name = re.sub(r"\[\d+\].*", "", holder.name)  # a list of steps: its entries and what they hold are one holder
+            name = INDEXED.sub("", holder.name)  # a list of steps: its entries and what they hold are one holder
             # (a step function's local ``loss`` and the loop's global ``loss`` are two holders;
             # a global is one holder however the module ran: as a script, through runpy, ...)
             scope = None if root is None or root.co_name == "<module>" else root
@@ -117,8 +150,9 @@ class Leaks(Observer):
         for key in [k for k in self._seen if k not in groups]:  # holding no graph now (a total reset to 0.0): starts again
             del self._seen[key]
         carried = None
+        clean: dict[int, Any] = {}
         for key, (holder, roots, value) in groups.items():
-            iterations, oldest = self._iterations(roots, current, [])
+            iterations, oldest = self._iterations(roots, current, clean)
             counts = self._seen.setdefault(key, [])
             counts.append(len(iterations))
             del counts[:-GROWING]
@@ -126,7 +160,7 @@ class Leaks(Observer):
             if not growing or counts[-1] < GROWN or key in self._reported:
                 continue
             if carried is None:
-                carried = self._iterations([t.grad_fn for t in tensors if t.grad_fn is not None], current, [])[0]
+                carried = self._iterations([t.grad_fn for t in tensors if t.grad_fn is not None], current, clean)[0]
             self._reported.add(key)
             loss = next((r for r in map(graphwalk.record, (t.grad_fn for t in tensors if t.grad_fn is not None)) if r), None)
             self._report(holder, value, oldest, counts[-2], counts[-1], len(carried) >= GROWN, call, loss)

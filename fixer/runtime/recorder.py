@@ -45,6 +45,7 @@ except ImportError:  # a torch without them: the public spelling
 
 
 _GRAD = torch.Tensor.grad  # the descriptor whose reads reach our mode as ``_GRAD.__get__``
+_Tensor, _getframe = torch.Tensor, sys._getframe  # (looked up once: they are used at every torch call)
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
 KEEP_FIRST, KEEP_LAST = 64, 4096
 HELD = 16  # freeing backward calls whose graph structure is kept to compare with a failing one, at most
@@ -66,10 +67,14 @@ class Call:
     optimizer: Optional[weakref.ref] = None
 
 
-@dataclass(eq=False)
 class NodeRecord:
-    position: int
-    stack: Stack
+    """One per recorded node, made for every op: slots make it quick to build and small."""
+
+    __slots__ = ("position", "stack", "__weakref__")
+
+    def __init__(self, position: int, stack: Stack) -> None:
+        self.position = position
+        self.stack = stack
 
 
 class _Mode(TorchFunctionMode):
@@ -80,11 +85,16 @@ class _Mode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **kwargs) if kwargs else func(*args)
         recorder = self.recorder
-        if isinstance(out, torch.Tensor):
+        if isinstance(out, _Tensor):
             node = out.grad_fn
             if node is not None:
-                if KEY not in node.metadata:  # (the hottest path of graphfix run: inline)
-                    recorder.tag(node, user_stack(sys._getframe(1)))
+                meta = node.metadata
+                if KEY not in meta:  # (the hottest path of graphfix run: Recorder.tag inline)
+                    stack = user_stack(_getframe(1))
+                    position = recorder.position
+                    meta[KEY] = NodeRecord(position, stack)
+                    recorder.last_seen[id(stack)] = position
+                    recorder.position = position + 1
             elif getattr(func, "__self__", None) is _GRAD:  # ``x.grad`` read by the program
                 recorder.notify("grad_read", args[0], out)
         elif out is None:  # ``t[i] = value``: the target's new node (a CopySlices) is built here
@@ -147,10 +157,12 @@ class Recorder:
         try:
             output = call(module, *args, **kwargs)
             if was_on and not self._mode_on and not self.in_step:  # (still off: reading grad_fn is not a torch call then)
-                stack = user_stack(sys._getframe(2))
+                stack = None  # the caller's, found once an output needs it (a sample() has no graph)
                 for tensor in (output,) if isinstance(output, torch.Tensor) else _tensors(output, 2):
-                    if tensor.grad_fn is not None:
-                        self.tag(tensor.grad_fn, stack)
+                    node = tensor.grad_fn
+                    if node is not None and KEY not in node.metadata:
+                        stack = stack or user_stack(sys._getframe(2))
+                        self.tag(node, stack)
             return output
         finally:
             if not self.in_step:

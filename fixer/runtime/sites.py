@@ -18,14 +18,18 @@ USER_FRAMES = 6  # user frames kept per stack: enough to tell a helper's callers
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _library_dirs: tuple[str, ...] = ()
 # Keyed by id(code), the code kept in the value so the id stays its own: hashing a code object
-# hashes its contents, every time, and these are asked once per recorded op.
-_is_library: dict[int, tuple[CodeType, bool]] = {}
-_outermost: dict[int, CodeType] = {}  # frames above which nothing is the user's (graphfix run's launcher)
+# hashes its contents, every time, and these are asked once per recorded op. The kind: USER,
+# LIBRARY, or OUTERMOST (graphfix run's launcher: nothing above it is the user's).
+USER, LIBRARY, OUTERMOST = 0, 1, 2
+_kinds: dict[int, tuple[CodeType, int]] = {}
+_outermost: dict[int, CodeType] = {}
 _interned: dict[tuple, Stack] = {}  # (id(code), line, ...) -> the one stack for those frames
+_at: dict[tuple, Stack] = {}  # (id(code), f_lasti, ...) -> the interned stack: no line number computed
 
 
 def stop_at(code: CodeType) -> None:
     _outermost[id(code)] = code
+    _kinds[id(code)] = (code, OUTERMOST)
 
 
 def add_library_dir(path: str) -> None:
@@ -48,36 +52,55 @@ def is_user_file(filename: str) -> bool:
     return not _library(filename)
 
 
-def is_user_code(code: CodeType) -> bool:
-    entry = _is_library.get(id(code))
+def _kind(code: CodeType) -> int:
+    entry = _kinds.get(id(code))
     if entry is None:
-        entry = _is_library[id(code)] = (code, _library(code.co_filename))
-    return not entry[1]
+        kind = OUTERMOST if id(code) in _outermost else LIBRARY if _library(code.co_filename) else USER
+        entry = _kinds[id(code)] = (code, kind)
+    return entry[1]
+
+
+def is_user_code(code: CodeType) -> bool:
+    return _kind(code) == USER
 
 
 def user_stack(frame: Optional[FrameType]) -> Stack:
     """The user frames from ``frame`` outward, innermost first (at most USER_FRAMES). Equal
-    stacks are one object (interned), so ``id(stack)`` is a cheap key."""
-    codes, key = [], []
-    library, outermost = _is_library, _outermost
+    stacks are one object (interned), so ``id(stack)`` is a cheap key. Run for every recorded op:
+    the walk keys on each user frame's instruction (``f_lasti``, read as is) and computes line
+    numbers (``f_lineno``, a search of the line table) only for a place not met before."""
+    key: list = []
+    kinds, start = _kinds, frame
     while frame is not None:
         code = frame.f_code
-        ident = id(code)
-        if ident in outermost:
-            break
-        entry = library.get(ident)
-        if entry is None:
-            entry = library[ident] = (code, _library(code.co_filename))
-        if not entry[1]:
-            codes.append(code)
-            key += (ident, frame.f_lineno)
-            if len(codes) == USER_FRAMES:
+        entry = kinds.get(id(code))
+        kind = _kind(code) if entry is None else entry[1]
+        if kind == USER:
+            key.append(id(code))
+            key.append(frame.f_lasti)
+            if len(key) == 2 * USER_FRAMES:
                 break
+        elif kind == OUTERMOST:
+            break
         frame = frame.f_back
-    key = tuple(key)
+    at = tuple(key)
+    stack = _at.get(at)
+    if stack is None:
+        stack = _at[at] = _by_line(start, len(key) // 2)
+    return stack
+
+
+def _by_line(frame: Optional[FrameType], count: int) -> Stack:
+    """The interned stack of the first ``count`` user frames from ``frame`` outward."""
+    frames = []
+    while frame is not None and len(frames) < count:
+        if _kind(frame.f_code) == USER:
+            frames.append((frame.f_code, frame.f_lineno))
+        frame = frame.f_back
+    key = tuple(x for code, line in frames for x in (id(code), line))
     stack = _interned.get(key)
     if stack is None:
-        stack = _interned[key] = tuple(zip(codes, key[1::2]))
+        stack = _interned[key] = tuple(frames)
     return stack
 
 

@@ -1,22 +1,6 @@
-"""`graphfix server`: a language server on stdin/stdout (pygls, the optional `server` extra).
+"""`graphfix server`: a language server on stdin/stdout, with the standard library only.
 
-buffer.py runs the engine on an editor's text, settings.py decides the options per file,
-protocol.py speaks LSP. The server never writes files and never runs the code it checks."""
-
-from __future__ import annotations
-
-import sys
-
-NEEDS = ("pygls", "lsprotocol", "cattrs", "attrs")
-
-
-def main() -> int:
-    try:
-        from fixer.server.protocol import serve
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in NEEDS:
-            raise
-        print(f"graphfix: error: the language server needs {exc.name}: pip install 'graphfix[server]'", file=sys.stderr)
-        return 2
-    serve()
-    return 0
+session.py and jsonrpc.py speak JSON-RPC and the LSP lifecycle, documents.py holds the editor's
+text and positions, protocol.py serves graphfix's features; buffer.py runs the engine on an
+editor's text and settings.py decides the options per file (both loaded after ``initialize``).
+The server never writes files and never runs the code it checks."""
