@@ -2,7 +2,9 @@
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
 `total = total + loss`, `losses.append(loss)`, `preds.extend(out)`,
 `preds = torch.cat((preds, out))`, `self.total += loss`, an average meter's
-`loss_meter.update(loss, n)` or `meters["loss"].update(loss, n)`, a record
+`losses.update(loss, n)` or `meters["loss"].update(loss, n)` (an object whose class, read in the
+project, keeps the argument in `update`: `self.sum += val * n`; a class it cannot read is no
+meter, whatever its name), a record
 `history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method (of a class
 of this file or imported from another project file) returns the loss it backpropagated) in a
 training loop that
@@ -14,6 +16,14 @@ validation loop without `torch.no_grad()` (`val_loss += loss`) in a function who
 shows that gradients are recorded, or whose callers all run recording them (no `torch.no_grad()`
 around any call), when that function never switches the grad mode and the total is only printed,
 logged, turned into a number, or returned to callers that only read numbers from it.
+
+A method that adds the elements of a container argument into its object's fields
+(`for name, value in losses.items(): self.sums[name] += value`) is reported at that store when a
+loop that backpropagates passes it a dict, list or tuple holding a graph (`meters.update(losses)`
+after `losses = {"loss": loss, ...}` or a function returning such a dict), on an object made
+before that loop, and the fields are read only by the object's own methods, as numbers. The fix
+is made there: `value.item()` when every reader converts with `float()`/`int()`, `value.detach()`
+when one reads a tensor (`.item()`), none unless every call passes tensors.
 
 Only values proven to carry a graph count: a call of a function or method of the project is judged by
 what it returns (`self.update_model()` returning `loss.item()` is a number, whatever its name), a call

@@ -3,31 +3,26 @@
 ``is_meter(receiver, graph)`` judges ``receiver`` of ``receiver.update(...)`` by what it is bound
 to: an instance of a project class is a meter when its ``update`` keeps its first argument
 (``instances.keeps_argument``), whatever the names say; a dict of such instances holds meters. A
-class graphfix cannot read (another package's) falls back on its name (``METER_NAME``)."""
+class graphfix cannot read (another package's) is unknown: no meter, whatever its name."""
 
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.graph import GraphFacts
 from fixer.analysis.instances import instance_class, keeps_argument
-from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import statement_index
 from fixer.analysis.threaded import argument_values
 from fixer.context import FileContext
 
-METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
-METERS_NAME = re.compile(r"(meter|averager)s$", re.IGNORECASE)  # a dict of meters
-
 
 def is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
-    """An average meter (``loss_meter``, ``losses = AverageMeter()``, ``meters["loss"]`` of
-    ``meters = {"loss": AverageMeter()}``): its ``update`` sums the value. An instance of a class
-    of this file is one when its ``update`` keeps its argument, whatever the names say."""
+    """An average meter (``losses = AverageMeter()``, ``meters["loss"]`` of ``meters =
+    {"loss": AverageMeter()}``, a parameter or field given one): its ``update`` sums the value."""
     holder = container(receiver)
     name = dotted(holder)
     defs = graph.assignments.get(name, []) if graph and name else []
@@ -44,12 +39,12 @@ def is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
         return all(verdicts)
     if any(verdict is False for verdict in verdicts):
         return False
-    return bool((METERS_NAME if isinstance(receiver, ast.Subscript) else METER_NAME).search(last_name(holder) or ""))
+    return False
 
 
 def _is_meter_call(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
     """``Meter()``: its class's ``update`` keeps the value (a class of this file or of another
-    project file), or its name says meter (another package's); None when neither tells."""
+    project file); None when the class cannot be read."""
     cls = instance_class(ctx, value)
     kept = keeps_argument(ctx, cls, "update") if cls is not None else None
     if cls is None and isinstance(value, ast.Call):  # a class of another project file, read there
@@ -57,8 +52,6 @@ def _is_meter_call(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool
         kept = keeps_argument(found[0], found[1], "update") if found is not None else None
     if kept is not None:
         return kept
-    if isinstance(value, ast.Call) and METER_NAME.search(last_name(value.func) or ""):
-        return True
     return None
 
 
