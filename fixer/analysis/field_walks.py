@@ -59,6 +59,8 @@ def _prove(ctx: FileContext, method: Scope, call: BackwardCall) -> None:
     cls, me = method.class_node, method.self_name
     if cls is None or not me or ctx.parent(cls) is not ctx.tree or class_importers(ctx, cls):
         raise Unproven("not a method of a class only this file uses")
+    if not _plain_class(ctx, cls) or method.node.name.startswith("__") or method.node.name == "forward":
+        raise Unproven("a base class or subclass may call the method or read the fields")
     body = method.node.body
     statement = ctx.statement_of(call.node)
     if not body or body[-1] is not statement or not isinstance(statement, ast.Expr):
@@ -81,6 +83,15 @@ def _prove(ctx: FileContext, method: Scope, call: BackwardCall) -> None:
         for node in scope_nodes(other):
             if isinstance(node, ast.Attribute) and node.attr in held and isinstance(node.ctx, ast.Load):
                 _harmless_read(ctx, cls, other, node)
+
+
+def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """No base but ``object`` or ``nn.Module`` (whose own code calls no method of ours but
+    ``forward``), no subclass in the file, no decorator."""
+    bases = [qualified(ctx, b) or dotted(b) or "" for b in cls.bases]
+    if cls.decorator_list or cls.keywords or any(b not in ("object", "torch.nn.Module", "torch.nn.modules.module.Module") for b in bases):
+        return False
+    return not any(isinstance(n, ast.ClassDef) and any(dotted(b) == cls.name for b in n.bases) for n in ast.walk(ctx.tree))
 
 
 def _plain_target(target: ast.expr, me: str) -> bool:
@@ -274,18 +285,27 @@ def _stored_fields(stmt: ast.stmt, me: str) -> set[str]:
 
 
 def _self_not_handed_on(ctx: FileContext, cls: ast.ClassDef) -> None:
-    """``self`` (in the class) and the file's instances of it are only ever read through an attribute."""
+    """``self`` (in the class) and every holder of an instance (each ``Cls(...)`` of the file is
+    the value of an assignment) are only ever read through an attribute, never ``__dict__``."""
     for method in class_methods(ctx, cls).values():
         for node in scope_nodes(method):
             if isinstance(node, ast.Name) and node.id == method.self_name and not isinstance(ctx.parent(node), ast.Attribute):
                 raise Unproven(f"line {node.lineno} hands the object on")
-    for scope in scopes(ctx):
-        graph = facts(ctx, scope)
-        for name, defs in graph.assignments.items():
-            if any(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in defs):
-                for node in scope_nodes(scope):
-                    if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and not isinstance(ctx.parent(node), ast.Attribute):
-                        raise Unproven(f"line {node.lineno} hands an instance on")
+    if constructions(ctx, cls) is None:
+        raise Unproven("an instance is made otherwise than by an assignment")
+    holders = {
+        name
+        for scope in scopes(ctx)
+        for name, defs in facts(ctx, scope).assignments.items()
+        if any(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in defs)
+    }
+    for node in walk(ctx.tree):
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            raise Unproven(f"line {node.lineno} reads an object's __dict__")
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) in holders:
+            parent = ctx.parent(node)
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                raise Unproven(f"line {node.lineno} hands an instance on")
 
 
 def _harmless_read(ctx: FileContext, cls: ast.ClassDef, scope: Scope, node: ast.AST, depth: int = MAX_DEPTH) -> None:
