@@ -6,8 +6,8 @@ can, for the shape of a model class whose methods hand the graph to one another 
 ``self`` (``forward()`` stores ``self.fake = self.net_g(self.real)``, ``backward_g()`` builds
 its loss from ``self.fake`` and backpropagates it last):
 
-- the method is a plain sequence of assignments (to local names and fields of ``self``) ending
-  with the backward call, returns nothing, and its graph is built from fields, its own locals,
+- the method is a plain sequence of assignments (to local names and fields of ``self``) and the
+  backward call, with counters, prints and logging calls around them, returns nothing; its graph is built from fields, its own locals,
   module calls, torch functions and tensor methods only (no parameter, no call it cannot see);
 - the fields of the graph are those it reads (when some store into them may hold a graph: a
   stored value whose kind is not "no graph", where a parameter counts as data when every caller
@@ -63,11 +63,17 @@ def _prove(ctx: FileContext, method: Scope, call: BackwardCall) -> None:
         raise Unproven("a base class or subclass may call the method or read the fields")
     body = method.node.body
     statement = ctx.statement_of(call.node)
-    if not body or body[-1] is not statement or not isinstance(statement, ast.Expr):
-        raise Unproven("the backward call is not the method's last statement")
-    for stmt in body[:-1]:
-        if not isinstance(stmt, ast.Assign) or any(not _plain_target(t, me) for t in stmt.targets):
+    if statement not in body or not isinstance(statement, ast.Expr):
+        raise Unproven("the backward call is not a statement of the method's body")
+    index = body.index(statement)
+    for stmt in body[:index]:
+        if not (isinstance(stmt, ast.Assign) and all(_plain_target(t, me) for t in stmt.targets) or _bookkeeping(ctx, stmt)):
             raise Unproven(f"line {stmt.lineno} is not a plain assignment")
+    bound = {n.id for stmt in body for n in walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for stmt in body[index + 1 :]:
+        loads = {n.id for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if not _bookkeeping(ctx, stmt) or loads & (bound | {me}) and not _logging(ctx, stmt):
+            raise Unproven(f"line {stmt.lineno} follows the backward call")
     if any(isinstance(n, NESTED) for n in walk(method.node) if n is not method.node):
         raise Unproven("the method defines nested functions")
     read, stored = _reach(ctx, method, call.target, call.node, MAX_DEPTH * 4)
@@ -83,6 +89,21 @@ def _prove(ctx: FileContext, method: Scope, call: BackwardCall) -> None:
         for node in scope_nodes(other):
             if isinstance(node, ast.Attribute) and node.attr in held and isinstance(node.ctx, ast.Load):
                 _harmless_read(ctx, cls, other, node)
+
+
+def _bookkeeping(ctx: FileContext, stmt: ast.stmt) -> bool:
+    """A counter (``n = 0``, ``n += 1`` on a plain name, of numbers only) or a printed or logged message."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return all(isinstance(t, ast.Name) for t in targets) and isinstance(stmt.value, ast.Constant)
+    return _logging(ctx, stmt)
+
+
+def _logging(ctx: FileContext, stmt: ast.stmt) -> bool:
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    name = qualified(ctx, stmt.value.func) or dotted(stmt.value.func) or ""
+    return name in HARMLESS_CALLS or name.startswith("logging.")
 
 
 def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:

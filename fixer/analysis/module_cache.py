@@ -200,7 +200,7 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
     for other in methods:
         name = f"{other.self_name}.{attr}"
         if other.node.name not in SETUP and name in facts(ctx, other).assignments:
-            if other not in path and not (_resets(ctx, other, methods, name) and not reset_between_backwards(ctx, other.node.name)):
+            if other not in path and not (_resets(ctx, other, methods, name) and not _reset_elsewhere(ctx, other)):
                 return True  # (a reset that the training loop runs outside its backward loop manages nothing)
             if other in path and other is not method and _resets(ctx, other, methods, name):
                 return True
@@ -209,6 +209,12 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
                 if name in names_in(ctx.statement_of(node)):
                     return True
     return False
+
+
+def _reset_elsewhere(ctx: FileContext, reset: Scope) -> bool:
+    """The reset method may run between two backward calls: it is called so in this file, or the
+    class is used by other files (whose loops are not read here)."""
+    return reset_between_backwards(ctx, reset.node.name) or bool(class_importers(ctx, reset.class_node))
 
 
 def _assigned_on_objects(ctx: FileContext, attr: str, skip: frozenset[int] = frozenset()) -> bool:
