@@ -10,7 +10,9 @@ One training step is one call of the top-level `forward`: a state that another m
 class stores fresh, graph-free values into (`forward` calling `init_state()` before unrolling a
 `step` method, `if t == 0: self.init_attention()`) is reset at each sequence start and is not
 reported, unless that store is guarded by a test of the attribute itself (`if self.h is None:`,
-a lazy initialisation that runs once).
+a lazy initialisation that runs once). A reset method the training code calls only outside the
+loop around its backward calls (`model.memory.reset()` once per document, `loss.backward()` once
+per segment) resets nothing between two backwards, and the state is reported.
 
 ## Why is this bad?
 The stored tensor keeps the autograd graph of the call that made it. When the next call feeds it
@@ -36,7 +38,9 @@ class Smoother(nn.Module):
 ```
 The rule always detaches the stored value (rather than wrapping the update in
 `torch.no_grad()`): one spelling for caches and statistics, and the value stays a tensor of the
-same shape and dtype. When the call itself uses the attribute again after storing it
+same shape and dtype. Every graph store of the attribute in the method is detached (both
+branches of `if self.m is None: self.m = d` / `else: self.m = self.m + d`), and of a tuple store
+`self.m, self.z = a, b` only the element stored into the attribute reported. When the call itself uses the attribute again after storing it
 (`self.state = 0.8 * self.state + f(x); return self.state`), the previous call's value is detached
 where it is read instead (`0.8 * self.state.detach()`), so this call keeps its own gradient. A state unpacked from a call
 (`out, self.hidden = self.lstm(x, self.hidden)`) is detached by a new statement after it
@@ -98,19 +102,22 @@ class GraphCachedOnModule(Rule):
 
 
 def _detach_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
+    """Each graph store of the attribute stores its value detached (``self.m, self.n = a, b``
+    detaches only the element stored into this attribute)."""
     graph = facts(ctx, state.method)
-    value = state.store.value
-    target = state.store.targets[0]
-    if isinstance(target, (ast.Tuple, ast.List)) and not isinstance(value, (ast.Tuple, ast.List)):
-        return _detach_after_unpacking(ctx, state)
-    parts = value.elts if isinstance(value, ast.Tuple) else [value]
     edits = []
-    for part in parts:
-        if graph.kind(part, state.store) != Kind.GRAPH and not stores_graph(ctx, state.method, state.methods, part, state.store):
+    for stmt, value in state.stores or ((state.store, state.store.value),):
+        target = stmt.targets[0]
+        if isinstance(target, (ast.Tuple, ast.List)) and not isinstance(stmt.value, (ast.Tuple, ast.List)):
+            edits += _detach_after_unpacking(ctx, state) if stmt is state.store else []
             continue
-        text = ctx.text(part)
-        start, end = ctx.span(part)
-        edits.append(Edit(start, end, f"{text}.detach()" if isinstance(part, ATOMS) else f"({text}).detach()"))
+        parts = value.elts if isinstance(value, ast.Tuple) else [value]
+        for part in parts:
+            if graph.kind(part, stmt) != Kind.GRAPH and not stores_graph(ctx, state.method, state.methods, part, stmt):
+                continue
+            text = ctx.text(part)
+            start, end = ctx.span(part)
+            edits.append(Edit(start, end, f"{text}.detach()" if isinstance(part, ATOMS) else f"({text}).detach()"))
     return edits
 
 

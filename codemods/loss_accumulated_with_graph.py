@@ -2,7 +2,9 @@
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
 `total = total + loss`, `losses.append(loss)`, `preds.extend(out)`,
 `preds = torch.cat((preds, out))`, `self.total += loss`, an average meter's
-`loss_meter.update(loss, n)` or `meters["loss"].update(loss, n)`, a record
+`losses.update(loss, n)` or `meters["loss"].update(loss, n)` (an object whose class, read in the
+project, keeps the argument in `update`: `self.sum += val * n`; a class it cannot read is no
+meter, whatever its name), a record
 `history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method (of a class
 of this file or imported from another project file) returns the loss it backpropagated) in a
 training loop that
@@ -14,6 +16,14 @@ validation loop without `torch.no_grad()` (`val_loss += loss`) in a function who
 shows that gradients are recorded, or whose callers all run recording them (no `torch.no_grad()`
 around any call), when that function never switches the grad mode and the total is only printed,
 logged, turned into a number, or returned to callers that only read numbers from it.
+
+A method that adds the elements of a container argument into its object's fields
+(`for name, value in losses.items(): self.sums[name] += value`) is reported at that store when a
+loop that backpropagates passes it a dict, list or tuple holding a graph (`meters.update(losses)`
+after `losses = {"loss": loss, ...}` or a function returning such a dict), on an object made
+before that loop, and the fields are read only by the object's own methods, as numbers. The fix
+is made there: `value.item()` when every reader converts with `float()`/`int()`, `value.detach()`
+when one reads a tensor (`.item()`), none unless every call passes tensors.
 
 Only values proven to carry a graph count: a call of a function or method of the project is judged by
 what it returns (`self.update_model()` returning `loss.item()` is a number, whatever its name), a call
@@ -59,7 +69,6 @@ does not fire when it does, as in summing several losses and calling backward on
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import AUTOGRAD_GRAD, BACKWARD_TEXT, backpropagates_in, backward_calls, backward_calls_in, training_call_text
@@ -67,24 +76,22 @@ from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import inside
 from fixer.analysis.reported import TERMINAL_CALLS, TERMINAL_METHODS, evaluation_loop, fed_by_graph
 from fixer.analysis.held_values import held_name
-from fixer.analysis.instances import instance_class, keeps_argument
+from fixer.analysis.kept_elements import KeptElements, kept_elements
+from fixer.analysis.meters import container, is_meter
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.carried_flow import position
-from fixer.analysis.class_model import held_for_life
-from fixer.analysis.project import called_function, imported_class
+from fixer.analysis.project import called_function
 from fixer.analysis.retained_walks import returned_only_for_numbers
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
 from fixer.analysis.importers import project_call_sites
 from fixer.analysis.retained_callers import argument_of, parameter_position
-from fixer.analysis.threaded import argument_values, persistent_argument, threaded_parameter
+from fixer.analysis.threaded import persistent_argument, threaded_parameter
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Diagnostic, Edit, Rule
 
-METER_NAME = re.compile(r"(meter|tracker|averager)$", re.IGNORECASE)
 CONCATENATE = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack", "torch.row_stack"})
 CONCATENATE_NAMES = frozenset(name.split(".")[1] for name in CONCATENATE)
-METERS_NAME = re.compile(r"(meter|averager)s$", re.IGNORECASE)  # a dict of meters
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
@@ -108,6 +115,19 @@ class LossAccumulatedWithGraph(Rule):
                 # `history.append(epoch_loss / n)` is fixed by fixing `epoch_loss` itself
                 if not (_names_in(part) & (totals - {accumulator})):
                     yield diagnostic
+        for kept in kept_elements(ctx):  # meters.update(losses): `self.sums[name] += value` in the meter
+            yield self._kept(ctx, kept)
+
+    def _kept(self, ctx: FileContext, kept: KeptElements) -> Diagnostic:
+        store, field = kept.store, f"{kept.store.parameter}"
+        texts = sorted({ctx.text(e) for e in store.elements})
+        new = ", ".join(f"`{t}.{kept.fix}()`" for t in texts) if kept.fix else None
+        message = (f"`{ctx.text(store.stmt).split(chr(10))[0].strip()}` keeps the elements of `{field}` with their autograd graph "
+                   f"(called with graphs at line {kept.call.lineno}), keeping every iteration's graph alive")
+        if new is None:
+            return self.diagnostic(ctx, store.stmt, message + "; store numbers or detached tensors")
+        edits = [Edit(*ctx.span(e), f"{ctx.text(e)}.{kept.fix}()") for e in store.elements]
+        return self.diagnostic(ctx, store.stmt, f"{message}; store {new}", edits, title=f"Store {new}")
 
     def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
         framework_step = _framework_training_step(scope)
@@ -243,66 +263,10 @@ def _accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional
                 base = base.value
             name = dotted(base)
             return (node, name, call.args[0]) if name else None
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "update" and call.args and _is_meter(call.func.value, graph):
-            name = dotted(_container(call.func.value))  # AverageMeter.update(loss, n) keeps `self.sum += val * n`
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "update" and call.args and is_meter(call.func.value, graph):
+            name = dotted(container(call.func.value))  # AverageMeter.update(loss, n) keeps `self.sum += val * n`
             return (node, name, call.args[0]) if name else None
     return None
-
-
-def _is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
-    """An average meter (``loss_meter``, ``losses = AverageMeter()``, ``meters["loss"]`` of
-    ``meters = {"loss": AverageMeter()}``): its ``update`` sums the value. An instance of a class
-    of this file is one when its ``update`` keeps its argument, whatever the names say."""
-    container = _container(receiver)
-    name = dotted(container)
-    defs = graph.assignments.get(name, []) if graph and name else []
-    judge = _meter_values if isinstance(receiver, ast.Subscript) else _is_meter_call
-    values = [v for _, v in defs]
-    if graph and not defs and name and graph.scope is not None:  # a parameter: what the callers pass
-        values = argument_values(graph.ctx, graph.scope, name) or []
-        me = graph.scope.self_name
-        given = held_for_life(graph.ctx).get("self." + name[len(me) + 1 :]) if me and name.startswith(me + ".") else None
-        if given is not None:  # self.losses given at the one construction (Trainer(..., losses)): what that name is bound to
-            values = [a.value for a in statement_index(graph.ctx).assigns if any(dotted(t) == given for t in a.targets)]
-    verdicts = [judge(graph.ctx, v) for v in values] if graph else []
-    if verdicts and None not in verdicts:
-        return all(verdicts)
-    if any(verdict is False for verdict in verdicts):
-        return False
-    return bool((METERS_NAME if isinstance(receiver, ast.Subscript) else METER_NAME).search(last_name(container) or ""))
-
-
-def _is_meter_call(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
-    """``Meter()``: its class's ``update`` keeps the value (a class of this file or of another
-    project file), or its name says meter (another package's); None when neither tells."""
-    cls = instance_class(ctx, value)
-    kept = keeps_argument(ctx, cls, "update") if cls is not None else None
-    if cls is None and isinstance(value, ast.Call):  # a class of another project file, read there
-        found = imported_class(ctx, qualified(ctx, value.func) or "")
-        kept = keeps_argument(found[0], found[1], "update") if found is not None else None
-    if kept is not None:
-        return kept
-    if isinstance(value, ast.Call) and METER_NAME.search(last_name(value.func) or ""):
-        return True
-    return None
-
-
-def _meter_values(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
-    """``{"loss": AverageMeter(), ...}``, ``{k: AverageMeter() for k in names}`` (maybe in
-    ``OrderedDict(...)``): a dict of meters, as ``_is_meter_call`` judges its values."""
-    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
-        value = value.args[0]
-    values = value.values if isinstance(value, ast.Dict) else [value.value] if isinstance(value, ast.DictComp) else []
-    verdicts = [_is_meter_call(ctx, v) for v in values]
-    if False in verdicts:
-        return False
-    return True if verdicts and None not in verdicts else None
-
-
-def _container(node: ast.expr) -> ast.expr:
-    while isinstance(node, ast.Subscript):
-        node = node.value
-    return node
 
 
 def _is_meter_update(node: ast.AST) -> bool:

@@ -2,7 +2,12 @@
 Finds `retain_graph=True` on a backward call (`loss.backward(...)`, `torch.autograd.backward`,
 `torch.autograd.grad`, `accelerator.backward(loss, ...)`, `self.manual_backward(loss, ...)`)
 after which nothing can backpropagate through that graph again: it is the last backward of its
-graph, or it sits in a loop that builds a new graph every iteration.
+graph, or it sits in a loop that builds a new graph every iteration. In a model class whose
+methods hand the graph over through `self` (`forward()` stores `self.fake_B`, `backward_G()`
+backpropagates a loss built from it), the fields holding the graph are followed across the
+class: the retaining method must be called once per call of the method that first stores those
+fields anew, and every other read of them must be detached (`self.fake_B.detach()`), a number
+(`model.loss_G.item()`) or printed.
 
 ## Why is this bad?
 `retain_graph=True` keeps every tensor the backward pass saved (activations, inputs of every
@@ -47,6 +52,7 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.field_walks import walked_through_fields
 from fixer.analysis.retained_walks import walked_again
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
@@ -70,8 +76,8 @@ class NeedlessRetainGraph(Rule):
         for scope in scopes(ctx):
             for call in backward_calls(ctx, scope):
                 keyword = _constant_true_retain(call)
-                if keyword is None or walked_again(ctx, scope, call) is not None:
-                    continue
+                if keyword is None or walked_again(ctx, scope, call) is not None and walked_through_fields(ctx, scope, call) is not None:
+                    continue  # (a method whose graph the object's fields hold: followed across the class)
                 yield self.diagnostic(
                     ctx,
                     keyword,

@@ -157,6 +157,8 @@ REVIEWED_LOST = frozenset(
         "cycle_pass_on_detached_copy",  # x in both losses of a step
         "gan_detached_fake",  # real and the labels in both losses
         "keyword_among_arguments",  # model(x) in both backward calls
+        "model_class_critic_step_first",  # set_batch(gray) from an unknown call: gray may hold a graph both losses walk
+        "model_class_generator_step_first",  # feed(source, target) from unknown calls: the same
     )
 ) | {
     # GF101 writes into a buffer known to be a tensor (``bank = torch.zeros(...)``); from an unseen

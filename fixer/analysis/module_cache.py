@@ -8,7 +8,9 @@ feeds the output) or which chains every call's graph onto the next (a running st
 feeds itself). Values stored under ``no_grad`` or detached, attributes detached anywhere in the
 class, caches only read after being set in the same call, and state that another method resets
 (an author managing the state's lifetime, as spiking neurons do between sequences, or a
-forward-path ``init_state`` storing zeros before ``forward`` unrolls a sequence) are left alone."""
+forward-path ``init_state`` storing zeros before ``forward`` unrolls a sequence) are left alone,
+unless every call of that reset is in training code outside the loop around its backward calls
+(``reset_calls``: a memory reset per document, backpropagated per segment)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from fixer.analysis.bindings import module_classes
 from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import dotted, last_name
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.reset_calls import reset_between_backwards
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -49,6 +52,7 @@ class CachedState:
     read_after_store: bool  # read again in the same call after the store
     previous_reads: tuple[ast.expr, ...] = ()  # reads seeing the previous call's value that feed a value
     methods: tuple[Scope, ...] = ()  # every method of the class
+    stores: tuple[tuple[ast.Assign, ast.expr], ...] = ()  # every graph store of the attribute in the method: (statement, value)
 
 
 FORWARD_DEF = re.compile(rb"^([ \t]*)def forward\b", re.M)
@@ -142,10 +146,21 @@ def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list
         if read is None:
             continue
         store = stores[0][0]
-        later = [r for r in _reads(method, name) if position(r) > position(store) and not contains(store, r)]
+        later = [r for r in _reads(method, name) if position(r) > position(store) and not contains(store, r) and not _exclusive(ctx, store, r)]
         elsewhere = any(_reads(m, f"{m.self_name}.{attr}") for m in methods if m is not method)
         feeding = tuple(r for r in reads if any(f.reaches(r) for f in outputs + updates))
-        yield CachedState(method, attr, store, read, to_output is None and not elsewhere, elsewhere, bool(later), feeding, tuple(methods))
+        yield CachedState(method, attr, store, read, to_output is None and not elsewhere, elsewhere, bool(later), feeding, tuple(methods), tuple(stores))
+
+
+def _exclusive(ctx: FileContext, store: ast.AST, read: ast.AST) -> bool:
+    """``store`` and ``read`` lie in the two branches of one ``if``, in no loop around both."""
+    for parent in ctx.ancestors(store):
+        if isinstance(parent, LOOPS) and contains(parent, read):
+            return False
+        if isinstance(parent, ast.If) and contains(parent, read):
+            in_body = any(contains(s, store) for s in parent.body)
+            return in_body != any(contains(s, read) for s in parent.body)
+    return False
 
 
 def _reads(method: Scope, name: str) -> list[ast.expr]:
@@ -185,13 +200,21 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
     for other in methods:
         name = f"{other.self_name}.{attr}"
         if other.node.name not in SETUP and name in facts(ctx, other).assignments:
-            if other not in path or other is not method and _resets(ctx, other, methods, name):
+            if other not in path and not (_resets(ctx, other, methods, name) and not _reset_elsewhere(ctx, other)):
+                return True  # (a reset that the training loop runs outside its backward loop manages nothing)
+            if other in path and other is not method and _resets(ctx, other, methods, name):
                 return True
         for node in scope_nodes(other):
             if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
                 if name in names_in(ctx.statement_of(node)):
                     return True
     return False
+
+
+def _reset_elsewhere(ctx: FileContext, reset: Scope) -> bool:
+    """The reset method may run between two backward calls: it is called so in this file, or the
+    class is used by other files (whose loops are not read here)."""
+    return reset_between_backwards(ctx, reset.node.name) or bool(class_importers(ctx, reset.class_node))
 
 
 def _assigned_on_objects(ctx: FileContext, attr: str, skip: frozenset[int] = frozenset()) -> bool:

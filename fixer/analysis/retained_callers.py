@@ -143,6 +143,11 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
         yield caller, parent if isinstance(parent, ast.Call) and parent.func is node else None
 
 
+def uses_of(ctx: FileContext, name: str) -> list[tuple[Scope, ast.AST]]:
+    """Every ``Name`` and ``Attribute`` of the file spelling ``name``, with its scope."""
+    return _uses(ctx).get((False, name), []) + _uses(ctx).get((True, name), [])
+
+
 def _uses(ctx: FileContext) -> dict[tuple[bool, str], list[tuple[Scope, ast.AST]]]:
     """Every name (False, id) and attribute (True, attr) of the file, with its scope, in scope
     order: one walk, where looking for each function's uses anew was quadratic in the functions."""

@@ -1,0 +1,69 @@
+"""Graphs an object keeps from one training iteration to the next through a method that adds the
+elements of its argument into a field (``meters.update(losses)`` with ``self.sums[name] += value``).
+
+``kept_elements(ctx)`` yields, for each such store of this file's classes (``element_stores``),
+the call that makes it a leak: a call of the method in a loop that backpropagates, outside
+``torch.no_grad()``, on an object made before that loop (so its fields outlive the iteration),
+passing a container with an element that carries a graph (``element_kinds``). The field must be
+read only by the object's own methods, each read converting what it reads to a number or reading
+it through ``.item()``/``.tolist()``/``.detach()`` (``numeric_readers``): nothing backpropagates it.
+
+The fix is chosen from the same facts: ``item`` when every read converts with ``float()``/``int()``
+(each element is then a one-element tensor, and a Python number serves every reader), ``detach``
+when some read needs a tensor, None (report only) unless every call of the method in the project
+passes only tensors there (a number has no ``.item()``)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from fixer.analysis.calls import backpropagates_in
+from fixer.analysis.element_stores import ElementStore, bound_argument, element_kinds, element_stores, numeric_readers
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.importers import project_call_sites
+from fixer.analysis.scopes import Scope, enclosing_loops, scopes, under_no_grad
+from fixer.context import FileContext
+
+TENSOR_KINDS = frozenset({Kind.GRAPH, Kind.LEAF})
+
+
+@dataclass(frozen=True)
+class KeptElements:
+    store: ElementStore
+    call: ast.Call  # a call that passes graphs into the store from a backpropagating loop
+    fix: Optional[str]  # "item", "detach", or None when the fix is not proven
+
+
+def kept_elements(ctx: FileContext) -> Iterator[KeptElements]:
+    for method in scopes(ctx):
+        if method.class_node is None:
+            continue
+        for store in element_stores(ctx, method):
+            readers = numeric_readers(ctx, method.class_node, store.field, store.stmt)
+            if readers is None:
+                continue
+            leaking, only_tensors = None, True
+            for own, caller, call in project_call_sites(ctx, method):
+                argument = bound_argument(method, store.parameter, call) if call is not None else None
+                kinds = element_kinds(own, caller, argument, call, store.iterated) if argument is not None else None
+                only_tensors = only_tensors and bool(kinds) and kinds <= TENSOR_KINDS
+                if leaking is None and kinds and Kind.GRAPH in kinds and _across_iterations(own, caller, call):
+                    leaking = call
+            if leaking is not None:
+                fix = ("item" if readers == "number" else "detach") if only_tensors else None
+                yield KeptElements(store, leaking, fix)
+
+
+def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
+    """The call runs in a loop that backpropagates, with grad recording on, on an object bound
+    before that loop: what its fields keep survives into the next iteration."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name) or receiver.id == caller.self_name or under_no_grad(ctx, call):
+        return False
+    loops = enclosing_loops(ctx, call, caller)
+    if not loops or not backpropagates_in(ctx, caller, loops[0]):
+        return False
+    defs = facts(ctx, caller).reaching(receiver.id, call)
+    return bool(defs) and not any(any(a is loops[0] for a in ctx.ancestors(stmt)) for stmt, _ in defs)

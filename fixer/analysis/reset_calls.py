@@ -1,0 +1,47 @@
+"""Does an object's reset method run between the backward calls of a training loop?
+
+``reset_between_backwards(ctx, method)`` is False only when it is proven that it does not: every
+use of the method's name in the file is a call statement ``<object>.method()`` in a function (or
+the module) that backpropagates itself, none of them inside the innermost loop around any of that
+function's backward calls, and one of those backward calls is in a loop. A document loop that
+resets a memory (``model.attn.reset_memory()``) around a segment loop that backpropagates every
+segment leaves the memory carried from one segment's backward to the next. True otherwise:
+a reset called from elsewhere (another method, a callback) may run between any two backwards."""
+
+from __future__ import annotations
+
+import ast
+
+from fixer.analysis.calls import backward_calls
+from fixer.analysis.retained_callers import uses_of
+from fixer.analysis.scopes import enclosing_loops
+from fixer.context import FileContext
+
+
+def reset_between_backwards(ctx: FileContext, method: str) -> bool:
+    return ctx.memo(("reset_between_backwards", method), lambda: _between(ctx, method))
+
+
+def _between(ctx: FileContext, method: str) -> bool:
+    uses = uses_of(ctx, method)
+    if not uses:
+        return True  # never called here: whoever calls it is unknown
+    looped = False
+    for scope, node in uses:
+        parent = ctx.parent(node)
+        statement = ctx.parent(parent)
+        if not (isinstance(node, ast.Attribute) and isinstance(parent, ast.Call) and parent.func is node):
+            return True  # passed on as a value
+        if not (isinstance(statement, ast.Expr) and statement.value is parent) or node.value is None:
+            return True
+        if isinstance(node.value, ast.Name) and node.value.id == scope.self_name:
+            return True  # called by the object's own methods
+        calls = backward_calls(ctx, scope)
+        if not calls:
+            return True
+        for call in calls:
+            loops = enclosing_loops(ctx, call.node, scope)
+            if loops and any(a is loops[0] for a in ctx.ancestors(statement)):
+                return True
+            looped = looped or bool(loops)
+    return not looped
