@@ -105,7 +105,7 @@ def _as_property(ctx: FileContext, found: WalkedSetupGraph) -> list[Edit]:
         return []
     value = ctx.text(stmt.value)
     if parameters:
-        start, end = ctx.span(stmt.value)
+        start, _ = ctx.span(stmt.value)
         p_start, p_end = ctx.span(parameters[0])
         value = value[: p_start - start] + f"{self_name}.{raw}" + value[p_end - start:]
     indent, unit = ctx.indent_of(init.node.lineno), ctx.indent_unit
