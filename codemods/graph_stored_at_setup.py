@@ -3,7 +3,10 @@ Finds a field that `__init__` stores once as a graph built from a tensor that re
 (`self.scale = torch.exp(nn.Parameter(torch.zeros(1)))`, `self.gram = self.w @ self.w.t()`),
 when a training loop's every-iteration backward walks it: the loss is computed from the field,
 directly or through the methods and the held modules the loop calls (`model.nll()` running
-`self.kernel(x, x)`, whose `forward` reads the field). No other code assigns the field.
+`self.kernel(x, x)`, whose `forward` reads the field; a step function or trainer method the loop
+calls, backpropagating on every call). No other code assigns the field. A field that a method of
+its own class reads and backpropagates through on every call is GF102's (it recomputes it at the
+start of that method).
 
 ## Why is this bad?
 The field's graph is built once, when the object is made. The first iteration's `backward()`

@@ -43,7 +43,6 @@ earlier calls' writes.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator
 

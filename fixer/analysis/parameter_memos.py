@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names
-from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.class_model import attribute_writes, class_methods
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.graph_reuse import frees_graph, innermost_loop, repeats_per_iteration
-from fixer.analysis.loop_reach import methods_run, read_fields, rebound_in, stored_from_outside
+from fixer.analysis.loop_reach import iteration_backwards, methods_run, read_fields, stored_from_outside
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, statement_index, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -54,16 +53,12 @@ def walked_memos(ctx: FileContext) -> list[WalkedMemo]:
         if not memos:
             return []
         found: dict[tuple[int, str], WalkedMemo] = {}
-        for scope in scopes(ctx):
-            for call in backward_calls(ctx, scope):
-                loop = innermost_loop(ctx, call.node, scope.node)
-                if loop is None or not frees_graph(call) or not repeats_per_iteration(ctx, call, loop):
-                    continue
-                run = {id(m.node) for m in methods_run(ctx, scope, loop)}
-                read = read_fields(ctx, scope, [call.target], rebound_in(loop))
-                for key, (cls, method, store, params) in memos.items():
-                    if key in read and id(method.node) in run:
-                        found.setdefault(key, WalkedMemo(cls, key[1], method, store, params, loop, call))
+        for step in iteration_backwards(ctx):
+            run = {id(m.node) for m in methods_run(ctx, step.loop_scope, step.loop)}
+            read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
+            for key, (cls, method, store, params) in memos.items():
+                if key in read and id(method.node) in run:
+                    found.setdefault(key, WalkedMemo(cls, key[1], method, store, params, step.loop, step.call))
         return list(found.values())
 
     return ctx.memo("walked_memos", compute)

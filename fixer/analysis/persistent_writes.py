@@ -23,15 +23,14 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import Write, attribute_writes, class_methods
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.graph_reuse import derived_names, flowing_names, frees_graph, innermost_loop, repeats_per_iteration
-from fixer.analysis.loop_reach import callee_method, methods_run, read_fields, rebound_in, stored_from_outside
+from fixer.analysis.graph_reuse import derived_names, flowing_names
+from fixer.analysis.loop_reach import callee_method, iteration_backwards, methods_run, read_fields, stored_from_outside
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
-from fixer.nodes import walk
 
 CREATION = re.compile(r"^torch\.(zeros|ones|empty|full|rand|randn|tensor)(_like)?$")
 WRITING_METHODS = frozenset({"copy_", "add_", "index_copy_", "index_add_", "scatter_", "scatter_add_", "masked_scatter_"})
@@ -60,16 +59,12 @@ def walked_histories(ctx: FileContext) -> list[HistoryWrite]:
         if not writes:
             return []
         found: dict[tuple[int, str], HistoryWrite] = {}
-        for scope in scopes(ctx):
-            for call in backward_calls(ctx, scope):
-                loop = innermost_loop(ctx, call.node, scope.node)
-                if loop is None or not frees_graph(call) or not repeats_per_iteration(ctx, call, loop):
-                    continue
-                run = {id(m.node) for m in methods_run(ctx, scope, loop)}
-                read = read_fields(ctx, scope, [call.target], rebound_in(loop))
-                for key, (cls, method, write) in writes.items():
-                    if key in read and id(method.node) in run:
-                        found.setdefault(key, HistoryWrite(cls, key[1], method, write, loop, call))
+        for step in iteration_backwards(ctx):
+            run = {id(m.node) for m in methods_run(ctx, step.loop_scope, step.loop)}
+            read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
+            for key, (cls, method, write) in writes.items():
+                if key in read and id(method.node) in run:
+                    found.setdefault(key, HistoryWrite(cls, key[1], method, write, step.loop, step.call))
         return list(found.values())
 
     return ctx.memo("walked_histories", compute)
@@ -191,5 +186,5 @@ def _call_sites(ctx: FileContext, method: Scope) -> list[tuple[Scope, ast.Call]]
     return [
         (scope, node) for scope in scopes(ctx) for node in scope_nodes(scope)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
-        and getattr(callee_method(ctx, scope, node.func, set()), "node", None) is method.node
+        and getattr(callee_method(ctx, scope, node.func, set(), {}), "node", None) is method.node
     ]

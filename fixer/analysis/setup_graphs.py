@@ -6,13 +6,12 @@ gradient recording on, whose value is a graph that saved tensors from a leaf tha
 and that nothing else assigns: no other statement of the class, no ``obj.<field> = ...`` anywhere
 in the file. It lives as long as the object, so its graph is built once.
 
-A loop *walks* it when a backward that frees its graph runs in every iteration and the tensor it
-backpropagates is computed from the field: ``loss.backward()`` where ``loss`` comes, through
-local names, the return values of the methods it calls (``model.nll()``, ``self.kernel(x, x)``
-running ``forward``) and the modules the object holds (a field ``__init__`` alone stores a
-construction of one of this file's classes into), from a read of the field. An object rebound
-inside the loop is a new object every iteration and is not followed. The first iteration's
-backward frees the setup graph, the second raises.
+A loop *walks* it when a backward that runs in every iteration (``loop_reach.iteration_backwards``:
+in the loop, or in a step function or method it calls) backpropagates a tensor computed from the
+field (``loop_reach.read_fields``: through local names, the return values of the methods called,
+the objects held). The first iteration's backward frees the setup graph, the second raises. A
+field that a method of its own class reads and backpropagates through on every call is left to
+``init_graphs`` (GF102).
 
 ``walked_setup_graphs(ctx)`` lists (class, field, store, loop, backward call), one per field."""
 
@@ -21,11 +20,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import Write, attribute_writes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.graph_reuse import frees_graph, innermost_loop, repeats_per_iteration
-from fixer.analysis.loop_reach import Field, read_fields, rebound_in, stored_from_outside
+from fixer.analysis.loop_reach import Field, iteration_backwards, read_fields, stored_from_outside
+from fixer.analysis.init_graphs import init_graphs
 from fixer.analysis.scopes import Scope, scopes, statement_index
 from fixer.analysis.shared_graph import saves_tensors
 from fixer.context import FileContext
@@ -66,16 +65,24 @@ def walked_setup_graphs(ctx: FileContext) -> list[WalkedSetupGraph]:
         if not fields:
             return []
         found: dict[Field, WalkedSetupGraph] = {}
-        for scope in scopes(ctx):
-            for call in backward_calls(ctx, scope):
-                loop = innermost_loop(ctx, call.node, scope.node)
-                if loop is None or not frees_graph(call) or not repeats_per_iteration(ctx, call, loop):
-                    continue
-                for field in sorted(read_fields(ctx, scope, [call.target], rebound_in(loop)) & fields.keys()):
-                    found.setdefault(field, WalkedSetupGraph(classes[field[0]], field[1], fields[field], loop, call))
+        recomputed = _read_by_their_step_method(ctx)
+        for step in iteration_backwards(ctx):
+            read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
+            for field in sorted(read & fields.keys()):
+                if id(fields[field].stmt) not in recomputed:
+                    found.setdefault(field, WalkedSetupGraph(classes[field[0]], field[1], fields[field], step.loop, step.call))
         return list(found.values())
 
     return ctx.memo("walked_setup_graphs", compute)
+
+
+def _read_by_their_step_method(ctx: FileContext) -> set[int]:
+    """Stores a method of their own class reads and backpropagates through on every call, in a
+    loop: ``init_graphs`` (GF102 recomputes them at the start of that method)."""
+    return {
+        id(stmt) for scope in scopes(ctx)
+        for _, stmt, _ in init_graphs(ctx, scope, lambda init, stmt: _built_from_trainable_leaf(ctx, init, stmt))
+    }
 
 
 def _built_from_trainable_leaf(ctx: FileContext, init: Scope, stmt: ast.Assign) -> bool:
