@@ -34,9 +34,7 @@ class Kernel(nn.Module):
         super().__init__()
         self.raw_scale = nn.Parameter(torch.zeros(1))
 
-    @property
-    def scale(self):
-        return torch.exp(self.raw_scale)
+    scale = property(lambda self: torch.exp(self.raw_scale))
 ```
 The fix turns the field into a property that computes the value from the current leaves at each
 read. A parameter created in the expression becomes a registered field `raw_<field>` (only in an
@@ -111,9 +109,9 @@ def _as_property(ctx: FileContext, found: WalkedSetupGraph) -> list[Edit]:
         start, _ = ctx.span(stmt.value)
         p_start, p_end = ctx.span(parameters[0])
         value = value[: p_start - start] + f"{self_name}.{raw}" + value[p_end - start:]
-    indent, unit = ctx.indent_of(init.node.lineno), ctx.indent_unit
+    indent = ctx.indent_of(init.node.lineno)
     nl = ctx.newline
-    prop = f"{nl}{indent}@property{nl}{indent}def {attr}({self_name}):{nl}{indent}{unit}return {value}{nl}"
+    prop = f"{nl}{indent}{attr} = property(lambda {self_name}: {value}){nl}"
     stored = ""
     if parameters:
         stored = f"{ctx.indent_of(stmt.lineno)}{self_name}.{raw} = {ctx.text(parameters[0])}{nl}"
