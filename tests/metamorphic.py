@@ -164,6 +164,14 @@ REVIEWED_LOST = frozenset(
     # GF101 writes into a buffer known to be a tensor (``bank = torch.zeros(...)``); from an unseen
     # call it may be an array or a list: unknown
     "graph_carried_across_iterations/tensor_memory_bank",
+    # GF111 needs the field to be a tensor (``self.total = torch.zeros(...)``); from an unseen call
+    # it may be a list or an array, whose item writes record nothing: unknown
+    "graph_written_into_persistent_tensor/accumulator_in_helper_method",
+    "graph_written_into_persistent_tensor/centroid_tracker_plain_object",
+    # GF112 needs the memo to be computed from the parameters alone; the grid from an unseen call
+    # (``torch.arange(n)`` made opaque) may carry a caller's graph, which would make it state, not a memo
+    "graph_memoized_from_parameters/learned_position_scale_memo",
+    "graph_memoized_from_parameters/oscillator_basis_in_helper",
 }
 
 

@@ -1,0 +1,92 @@
+"""Graphs built once when an object is set up and walked by every training iteration.
+
+A *setup graph* is a field an object's ``__init__`` stores exactly once, unconditionally and with
+gradient recording on, whose value is a graph that saved tensors from a leaf that requires grad
+(``self.scale = torch.exp(nn.Parameter(torch.zeros(1)))``, ``self.gram = self.w @ self.w.t()``),
+and that nothing else assigns: no other statement of the class, no ``obj.<field> = ...`` anywhere
+in the file. It lives as long as the object, so its graph is built once.
+
+A loop *walks* it when a backward that runs in every iteration (``loop_reach.iteration_backwards``:
+in the loop, or in a step function or method it calls) backpropagates a tensor computed from the
+field (``loop_reach.read_fields``: through local names, the return values of the methods called,
+the objects held). The first iteration's backward frees the setup graph, the second raises. A
+field that a method of its own class reads and backpropagates through on every call is left to
+``init_graphs`` (GF102).
+
+``walked_setup_graphs(ctx)`` lists (class, field, store, loop, backward call), one per field."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.class_model import Write, attribute_writes
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.loop_reach import Field, iteration_backwards, read_fields, stored_from_outside
+from fixer.analysis.init_graphs import init_graphs
+from fixer.analysis.scopes import Scope, scopes, statement_index
+from fixer.analysis.shared_graph import saves_tensors
+from fixer.context import FileContext
+from fixer.nodes import walk
+
+
+@dataclass(frozen=True)
+class WalkedSetupGraph:
+    cls: ast.ClassDef
+    attr: str
+    store: Write
+    loop: ast.AST
+    call: BackwardCall
+
+
+def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
+    """The class's setup graphs: attribute -> its one store in ``__init__``."""
+
+    def compute() -> dict[str, Write]:
+        found = {}
+        for attr, writes in attribute_writes(ctx, cls).items():
+            write = writes[0]
+            if len(writes) != 1 or write.method.node.name != "__init__" or not write.every_call or write.no_grad:
+                continue
+            if not isinstance(write.stmt, ast.Assign) or len(write.stmt.targets) != 1 or attr in stored_from_outside(ctx):
+                continue
+            if _built_from_trainable_leaf(ctx, write.method, write.stmt):
+                found[attr] = write
+        return found
+
+    return ctx.memo(("setup_graphs", id(cls)), compute)
+
+
+def walked_setup_graphs(ctx: FileContext) -> list[WalkedSetupGraph]:
+    def compute() -> list[WalkedSetupGraph]:
+        classes = {id(c): c for c in statement_index(ctx).classes}
+        fields = {(key, attr): write for key, cls in classes.items() for attr, write in setup_graphs(ctx, cls).items()}
+        if not fields:
+            return []
+        found: dict[Field, WalkedSetupGraph] = {}
+        recomputed = _read_by_their_step_method(ctx)
+        for step in iteration_backwards(ctx):
+            read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
+            for field in sorted(read & fields.keys()):
+                if id(fields[field].stmt) not in recomputed:
+                    found.setdefault(field, WalkedSetupGraph(classes[field[0]], field[1], fields[field], step.loop, step.call))
+        return list(found.values())
+
+    return ctx.memo("walked_setup_graphs", compute)
+
+
+def _read_by_their_step_method(ctx: FileContext) -> set[int]:
+    """Stores a method of their own class reads and backpropagates through on every call, in a
+    loop: ``init_graphs`` (GF102 recomputes them at the start of that method)."""
+    return {
+        id(stmt) for scope in scopes(ctx)
+        for _, stmt, _ in init_graphs(ctx, scope, lambda init, stmt: _built_from_trainable_leaf(ctx, init, stmt))
+    }
+
+
+def _built_from_trainable_leaf(ctx: FileContext, init: Scope, stmt: ast.Assign) -> bool:
+    graph = facts(ctx, init)
+    if graph.kind(stmt.value, stmt) != Kind.GRAPH or not saves_tensors(ctx, init, stmt.value):
+        return False
+    return any(isinstance(n, ast.expr) and graph.kind(n, stmt) == Kind.LEAF for n in walk(stmt.value))
