@@ -82,7 +82,6 @@ from fixer.analysis.shared_graph import (
     flowing_nodes,
     graph_origins,
     Origin,
-    keyword_edit,
     reaching,
     retains_graph,
     runs_after_in_same_pass,
@@ -90,6 +89,7 @@ from fixer.analysis.shared_graph import (
     shared_saving_origins,
 )
 from fixer.context import FileContext
+from fixer.edits.keywords import keyword_edit
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 

@@ -68,26 +68,22 @@ def _print_advice(proposals: list) -> None:
             print(f"graphfix run: {words}", file=sys.stderr)
 
 
-def _fix(options: argparse.Namespace, outcome, proposals: list, started: tuple[str, float]) -> int:
+def _fix(options: argparse.Namespace, outcome, proposals: list, started: tuple[str, float], project) -> int:
+    from fixer.runtime.repair.report import say
+    from fixer.runtime.repair.trial import repair
     from fixer.runtime.rerun import sigterm_as_interrupt, subprocess_rerun
-    from fixer.runtime.verify import apply_and_verify
 
-    _print_advice(proposals)
-    if not any(p.fixed is not None for p in proposals):
-        return EXIT_FINDINGS
     cwd, seconds = started
     module = options.module is not None
     target, args = (options.module, options.target) if module else (os.path.join(cwd, options.target[0]), options.target[1:])
     limit = options.rerun_timeout or max(MIN_RERUN_SECONDS, RERUN_FACTOR * seconds)
-    rerun = subprocess_rerun(target, args, module, options.max_steps, cwd, limit)
     with sigterm_as_interrupt():
-        kept, what = apply_and_verify(proposals, outcome, rerun)
-    files = ", ".join(display_path(p.filename) for p in proposals if p.fixed is not None)
-    codes = ", ".join(sorted({f.code for p in proposals for f in p.answered}))
-    print(f"graphfix run: {'fixed' if kept else 'not fixed'} {files} ({codes}): {what}", file=sys.stderr)
-    if not kept and what.startswith("cannot write"):
+        result = repair(outcome, proposals, lambda steps: subprocess_rerun(target, args, module, steps, cwd, limit), options.max_steps, project.holds)
+    for line in say(result, outcome, proposals):
+        print(f"graphfix run: {line}", file=sys.stderr)
+    if result.error:
         return EXIT_ERROR
-    return 0 if kept and all(not p.advice for p in proposals) else EXIT_FINDINGS
+    return 0 if result.kept else EXIT_FINDINGS
 
 
 def _module_exists(name: str) -> bool:
@@ -109,7 +105,7 @@ def _run(options: argparse.Namespace) -> int:
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
     cwd, began = os.getcwd(), time.monotonic()
     with stdout_to_stderr(options.output_format == "json" and options.output is None), line_end(sys.stdout) as last_line:
-        outcome = execute(target, args, module, options.max_steps)
+        outcome = execute(target, args, module, options.max_steps, gradients=bool(options.fix or options.diff or options.summary))
     seconds = time.monotonic() - began
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
@@ -135,7 +131,7 @@ def _run(options: argparse.Namespace) -> int:
         proposals = propose(outcome.findings)
         if options.fix:
             project = Project(cwd if module else os.path.dirname(os.path.abspath(target)))
-            return _fix(options, outcome, inside(proposals, project), (cwd, seconds))
+            return _fix(options, outcome, inside(proposals, project), (cwd, seconds), project)
         for proposal in proposals:
             sys.stdout.write(proposal.diff)
         _print_advice(proposals)

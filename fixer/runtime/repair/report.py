@@ -1,0 +1,45 @@
+"""What ``graphfix run --fix`` says once the repair ends: each candidate tried and why the re-run
+refused it, then the repair kept (with the re-run's figures) or, for each finding left, what to
+change by hand."""
+
+from __future__ import annotations
+
+from fixer.diff import display_path
+from fixer.runtime.launcher import Outcome
+from fixer.runtime.repair.trial import Repair, key
+from fixer.runtime.static_fix import Proposal, advice
+
+
+def _figures(steps: int, iterations: int) -> str:
+    return f"{steps} optimizer step(s) and {iterations} iteration(s)"
+
+
+def say(result: Repair, first: Outcome, proposals: list[Proposal]) -> list[str]:
+    lines = []
+    for tried in result.tried:
+        f = tried.finding
+        outcome = "proven by the re-run" if tried.why is None else f"refused: {tried.why}"
+        lines.append(f"{display_path(f.filename)}:{f.line}: {f.code}: tried {tried.title}: {outcome}")
+    if result.kept and result.last is not None:
+        last = result.last
+        files = ", ".join(display_path(p) for p in result.files)
+        codes = ", ".join(sorted({t.finding.code for t in result.tried if t.why is None}))
+        ours = " (the re-run stopped by --max-steps)" if last.stopped else ""
+        lines.append(
+            f"fixed {files} ({codes}): verified by a re-run: no error, {_figures(last.steps, last.iterations)}; "
+            f"the first run failed after {_figures(first.steps, first.iterations)}{ours}"
+        )
+        return lines
+    words = {key(f): a for p in proposals for f, a in zip(p.answered, p.advice)}  # (outside the project)
+    for finding in result.left:
+        refused = [t for t in result.tried if key(t.finding) == key(finding) and t.why]
+        if not refused:
+            lines.append(words.get(key(finding)) or next((a for p in proposals for a in p.advice if f":{finding.line}: {finding.code}" in a), advice(finding)))
+            continue
+        last = refused[-1]
+        tail = f"\nthe re-run's last output:\n{last.output.rstrip()}" if last.output.strip() else ""
+        lines.append(
+            f"not fixed {display_path(finding.filename)} ({finding.code}): the fix is not kept, the files are as they were: "
+            f"{last.why}{tail}"
+        )
+    return lines
