@@ -25,9 +25,10 @@ def say(result: Repair, first: Outcome, proposals: list[Proposal]) -> list[str]:
         files = ", ".join(display_path(p) for p in result.files)
         codes = ", ".join(sorted({t.finding.code for t in result.tried if t.why is None}))
         ours = " (the re-run stopped by --max-steps)" if last.stopped else ""
+        before = "failed after" if first.exit_code != 0 and not first.stopped else "reached"
         lines.append(
             f"fixed {files} ({codes}): verified by a re-run: no error, {_figures(last.steps, last.iterations)}; "
-            f"the first run failed after {_figures(first.steps, first.iterations)}{ours}"
+            f"the first run {before} {_figures(first.steps, first.iterations)}{ours}"
         )
         return lines
     words = {key(f): a for p in proposals for f, a in zip(p.answered, p.advice)}  # (outside the project)
