@@ -137,7 +137,7 @@ def test_a_fix_the_re_run_does_not_prove_is_rolled_back(tmp_path: Path) -> None:
     assert "ValueError: bad batch" in result.stderr  # the re-run's own output says why
 
 
-def test_no_rule_can_write_it_says_what_to_change_and_where(tmp_path: Path) -> None:
+def test_a_value_built_before_the_loop_is_recomputed_where_it_is_used(tmp_path: Path) -> None:
     path = write(tmp_path, """\
         import torch
 
@@ -152,11 +152,31 @@ def test_no_rule_can_write_it_says_what_to_change_and_where(tmp_path: Path) -> N
             loss.backward()
             opt.step()
     """)
+    result = graphfix_run("--fix", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "train.py:7: GF102: tried recompute `feats` before line 9 (repeat line 7): proven by the re-run" in result.stderr
+    assert '    feats = ops["encode"](torch.randn(8, 4))\n    loss = head(feats).pow(2).mean()' in path.read_text()
+
+
+def test_no_repair_applies_it_says_what_to_change_and_where(tmp_path: Path) -> None:
+    # the gradient is read between the two backward calls: summing the losses would change what it prints
+    path = write(tmp_path, """\
+        import torch
+
+        net = torch.nn.Linear(3, 3)
+        ops = {"encode": lambda x: torch.tanh(net(x))}
+        h = ops["encode"](torch.randn(4, 3))
+        first = h.pow(2).sum()
+        second = h.exp().sum()
+        first.backward()
+        print("norm", net.weight.grad.norm().item())
+        second.backward()
+    """)
     before = path.read_bytes()
     result = graphfix_run("--fix", str(path), cwd=tmp_path)
     assert result.returncode == 1 and path.read_bytes() == before
-    assert "train.py:7: GF102: no rule can write this edit; change it by hand: recompute it inside the loop" in result.stderr
-    assert "used again at line 9: loss = head(feats).pow(2).mean()" in result.stderr
+    assert "train.py:8: GF105: no rule can write this edit; change it by hand: backpropagate their sum once" in result.stderr
+    assert "first backward at line 8: first.backward()" in result.stderr
 
 
 def test_fix_with_max_steps_reruns_to_that_many_steps(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ def test_a_detach_that_freezes_a_trained_encoder_is_refused(fixed: dict) -> None
 
 
 def _first(graded=("parameter 1 (4,)", "parameter 2 (1, 4)"), steps=1, iterations=2) -> Outcome:
-    return Outcome([], 1, steps, iterations=iterations, graded=frozenset(graded))
+    return Outcome([], 1, steps, iterations=iterations, graded=frozenset(graded), direct=frozenset(graded))
 
 
 def _summary(**changes) -> Summary:

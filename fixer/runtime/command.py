@@ -79,7 +79,7 @@ def _fix(options: argparse.Namespace, outcome, proposals: list, started: tuple[s
     limit = options.rerun_timeout or max(MIN_RERUN_SECONDS, RERUN_FACTOR * seconds)
     with sigterm_as_interrupt():
         result = repair(outcome, proposals, lambda steps: subprocess_rerun(target, args, module, steps, cwd, limit), options.max_steps, project.holds)
-    for line in say(result, outcome, proposals):
+    for line in say(result, outcome, proposals, options.max_steps):
         print(f"graphfix run: {line}", file=sys.stderr)
     if result.error:
         return EXIT_ERROR

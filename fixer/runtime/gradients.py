@@ -5,7 +5,12 @@ built but not how modules are made keeps those names, so ``graphfix run --fix`` 
 first run with a re-run: a detach that cuts a generator or an encoder off the loss shows as
 parameters that got a gradient before and get none now (fixer.runtime.repair.trial).
 
-The names count from the run's start; each step's set is kept for the last iterations only."""
+Only the parameters a loss reaches *directly* count: through nodes built in its own iteration
+(or before the loop), not through a value carried from an earlier iteration. A gradient that
+arrives only through a carried state is the very path a truncation (``state.detach()``) cuts.
+
+The names count from the run's start. "Lately" is per optimizer: the parameters graded at its
+last steps (a GAN's discriminator and generator each keep theirs, however the steps alternate)."""
 
 from __future__ import annotations
 
@@ -15,8 +20,11 @@ from typing import Any, Iterator
 import torch
 
 from fixer.runtime.observer import Observer
+from fixer.runtime.recorder import KEY
 
-KEPT_ITERATIONS = 2  # the latest iterations whose steps' sets are kept: a GAN's two players, stopped mid-iteration
+KEPT_STEPS = 2  # each optimizer's latest steps whose sets are kept (a step that skips a branch now and then)
+OPTIMIZERS = 64  # optimizers whose latest steps are kept, at most (a program may make one per epoch)
+WALKED = 20000  # graph nodes walked per backward, at most
 
 
 class Gradients(Observer):
@@ -24,8 +32,9 @@ class Gradients(Observer):
         super().__init__(recorder)
         self._serials: dict[int, tuple[Any, int]] = {}  # id(parameter) -> (the parameter, its number)
         self.ever: set[str] = set()  # parameters that got a gradient at some step
-        self.by_iteration: dict[int, set[str]] = {}  # iteration -> parameters with a gradient at its steps
+        self.recent: dict[int, list[set[str]]] = {}  # id(optimizer) -> parameters graded at its latest steps
         self.nonfinite = False  # some step saw a NaN or infinite gradient
+        self.direct: set[str] = set()  # parameters some loss reached through its own iteration's nodes
 
     @contextlib.contextmanager
     def numbering(self) -> Iterator[None]:
@@ -49,12 +58,32 @@ class Gradients(Observer):
         number = entry[1] if entry is not None and entry[0] is parameter else "?"
         return f"parameter {number} {tuple(parameter.shape)}"
 
-    def before_step(self, optimizer: Any, call: Any) -> None:
-        if call is None:
+    def before_backward(self, call: Any, tensors: tuple) -> None:
+        if call.kind != "backward":
             return
-        graded = self.by_iteration.setdefault(call.iteration, set())
-        for old in [i for i in self.by_iteration if i <= call.iteration - KEPT_ITERATIONS]:
-            del self.by_iteration[old]
+        starts = self.recorder.iteration_starts
+        start = starts[call.iteration - 1] if call.iteration else 0  # (positions of nodes built before this iteration)
+        stack, seen = [t.grad_fn for t in tensors if t.grad_fn is not None], set()
+        while stack and len(seen) < WALKED:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+            if variable is not None:
+                self.direct.add(self.name(variable))
+                continue
+            record = node.metadata.get(KEY)
+            if record is not None and record.position < start:
+                continue  # carried from an earlier iteration
+            stack.extend(child for child, _ in node.next_functions if child is not None)
+
+    def before_step(self, optimizer: Any, call: Any) -> None:
+        steps = self.recent.pop(id(optimizer), [])  # (popped and put back: the latest optimizer last)
+        graded: set[str] = set()
+        self.recent[id(optimizer)] = (steps + [graded])[-KEPT_STEPS:]
+        while len(self.recent) > OPTIMIZERS:
+            del self.recent[next(iter(self.recent))]
         for group in optimizer.param_groups:
             for parameter in group["params"]:
                 grad = parameter.grad
@@ -62,11 +91,11 @@ class Gradients(Observer):
                     continue
                 if not self.nonfinite and not bool(torch.isfinite(grad).all()):
                     self.nonfinite = True
-                name = self.name(parameter)
-                if name not in graded and bool(grad.ne(0).any()):
+                if bool(grad.ne(0).any()):
+                    name = self.name(parameter)
                     graded.add(name)
                     self.ever.add(name)
 
     def latest(self) -> set[str]:
-        """The parameters that got a gradient at a step of the last iterations."""
-        return set().union(*self.by_iteration.values()) if self.by_iteration else set()
+        """The parameters that got a gradient at the latest steps of each optimizer."""
+        return set().union(*(s for steps in self.recent.values() for s in steps))

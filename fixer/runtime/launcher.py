@@ -29,8 +29,9 @@ class Outcome:
     iterations: int = 0  # training iterations begun (fixer.runtime.session)
     interrupted: bool = False  # Ctrl-C ended the program
     graded: frozenset = frozenset()  # parameters that got a gradient at some step (fixer.runtime.gradients; --fix only)
-    graded_lately: frozenset = frozenset()  # ... at a step of the last iterations
+    graded_lately: frozenset = frozenset()  # ... at the latest steps of each optimizer
     nonfinite: bool = False  # a step saw a NaN or infinite gradient
+    direct: frozenset = frozenset()  # parameters a loss reached through its own iteration's nodes
 
 
 def execute(
@@ -74,6 +75,7 @@ def execute(
     if session.gradients is not None:
         trained = session.gradients
         outcome.graded, outcome.graded_lately, outcome.nonfinite = frozenset(trained.ever), frozenset(trained.latest()), trained.nonfinite
+        outcome.direct = frozenset(trained.direct)
     return outcome
 
 

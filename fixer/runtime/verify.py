@@ -36,7 +36,7 @@ class Summary:
     timed_out: Optional[float] = None  # the time limit (s) that killed the re-run
     found: tuple = ()  # the findings, as dicts (``Finding`` fields, ``evidence`` a list of ``Piece`` fields)
     graded: tuple = ()  # parameters that got a gradient at some step (fixer.runtime.gradients)
-    graded_lately: tuple = ()  # ... at a step of the last iterations
+    graded_lately: tuple = ()  # ... at the latest steps of each optimizer
     nonfinite: bool = False  # a step saw a NaN or infinite gradient
 
     @staticmethod

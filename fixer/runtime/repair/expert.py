@@ -11,6 +11,7 @@ from typing import Iterator
 from fixer.runtime.report import Finding
 from fixer.runtime.repair.calls import create_graph, drop_retain
 from fixer.runtime.repair.candidate import Candidate, pieces
+from fixer.runtime.repair.losses import fresh_value, sum_losses
 from fixer.runtime.repair.stores import store_repairs
 from fixer.runtime.repair.uses import detach_inputs, recompute_before_use
 
@@ -36,6 +37,10 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
         yield from chain.from_iterable(create_graph(finding, p) for p in pieces(finding, "gradient taken"))
     if code == "GF103":
         yield from chain.from_iterable(detach_inputs(finding, p) for p in pieces(finding, "fed to discriminator") + used)
+    if code in ("GF105", "GF106"):
+        freeing = pieces(finding, "first backward", "freed by")
+        yield from chain.from_iterable(fresh_value(finding, b, f, u) for b in pieces(finding, "built") for f in freeing for u in used)
+        yield from chain.from_iterable(sum_losses(finding, f) for f in freeing)
     if code in ("GF102", "GF104"):
         yield from chain.from_iterable(recompute_before_use(finding, s, u, failed) for s in stored for u in used)
     if code in ("GF101", "GF102", "GF104"):

@@ -4,6 +4,8 @@ change by hand."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 from fixer.diff import display_path
 from fixer.runtime.launcher import Outcome
 from fixer.runtime.repair.trial import Repair, key
@@ -14,7 +16,8 @@ def _figures(steps: int, iterations: int) -> str:
     return f"{steps} optimizer step(s) and {iterations} iteration(s)"
 
 
-def say(result: Repair, first: Outcome, proposals: list[Proposal]) -> list[str]:
+def say(result: Repair, first: Outcome, proposals: list[Proposal], max_steps: Optional[int] = None) -> list[str]:
+    """``max_steps``: the user's ``--max-steps`` (a trial's own limit is said as such)."""
     lines = []
     for tried in result.tried:
         f = tried.finding
@@ -24,10 +27,11 @@ def say(result: Repair, first: Outcome, proposals: list[Proposal]) -> list[str]:
         last = result.last
         files = ", ".join(display_path(p) for p in result.files)
         codes = ", ".join(sorted({t.finding.code for t in result.tried if t.why is None}))
-        ours = " (the re-run stopped by --max-steps)" if last.stopped else ""
+        users = " (stopped by --max-steps)" if last.stopped and max_steps is not None else ""
+        ours = f" (the re-run stopped after {last.steps} step(s), past the first run's failure)" if last.stopped and max_steps is None else ""
         before = "failed after" if first.exit_code != 0 and not first.stopped else "reached"
         lines.append(
-            f"fixed {files} ({codes}): verified by a re-run: no error, {_figures(last.steps, last.iterations)}; "
+            f"fixed {files} ({codes}): verified by a re-run: no error, {_figures(last.steps, last.iterations)}{users}; "
             f"the first run {before} {_figures(first.steps, first.iterations)}{ours}"
         )
         return lines
@@ -37,7 +41,7 @@ def say(result: Repair, first: Outcome, proposals: list[Proposal]) -> list[str]:
         if not refused:
             lines.append(words.get(key(finding)) or next((a for p in proposals for a in p.advice if f":{finding.line}: {finding.code}" in a), advice(finding)))
             continue
-        last = refused[-1]
+        last = refused[0]  # (the expert's first choice: its re-run says most)
         tail = f"\nthe re-run's last output:\n{last.output.rstrip()}" if last.output.strip() else ""
         lines.append(
             f"not fixed {display_path(finding.filename)} ({finding.code}): the fix is not kept, the files are as they were: "

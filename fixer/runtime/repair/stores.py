@@ -4,8 +4,9 @@
   ``self.cache[:, a:b] = x``) keeps the history of every earlier write; ``bank = bank.detach()``
   just before the writes (before the loop that makes them) cuts the old iterations off and keeps
   this iteration's gradient;
-- **detach at the store**: the stored value itself detached (``self.prev = out.detach()``; a
-  dict or list of tensors detached item by item just after the line that binds it);
+- **detach at the store**: the stored value itself detached (``self.prev = out.detach()``; every
+  value of a state written together, ``self.M, self.z = dM, dz``; a dict or list of tensors
+  detached item by item just after the line that binds it);
 - **a number at the store**: ``.item()`` where a running total or a list of losses is filled,
   for holders whose consumers only read numbers (a leak, GF301)."""
 
@@ -144,6 +145,17 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
     return candidate(f"detach `{text}` after line {stmt.lineno} binds it", ctx, [insert_after(ctx, stmt, f"{text} = {rebuilt}")], finding)
 
 
+def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:
+    """Every value of a tuple assignment detached (``self.M, self.z = dM, dz``): a state written together."""
+    target = _stored_target(stmt, name)
+    whole = next((t for t in _targets(stmt) if isinstance(t, (ast.Tuple, ast.List)) and target in t.elts), None)
+    value = getattr(stmt, "value", None)
+    if whole is None or not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(whole.elts):
+        return None
+    edits = [method_edit(ctx, v, "detach") for v in value.elts]
+    return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding)
+
+
 def store_repairs(finding: Finding, piece: Piece, methods: tuple[str, ...]) -> Iterator[Candidate]:
     """The repairs at one store, in the order given: "crossing", "detach", "item"."""
     ctx = context(piece.filename)
@@ -152,6 +164,8 @@ def store_repairs(finding: Finding, piece: Piece, methods: tuple[str, ...]) -> I
     name, _ = _parts(held_name(piece))
     for stmt in stores(ctx, piece):
         for method in methods:
-            found = crossing_detach(ctx, stmt, name, finding) if method == "crossing" else store_fix(ctx, stmt, piece, finding, method)
-            if found is not None:
-                yield found
+            if method == "crossing":
+                found = [crossing_detach(ctx, stmt, name, finding)]
+            else:
+                found = ([together(ctx, stmt, name, finding)] if method == "detach" else []) + [store_fix(ctx, stmt, piece, finding, method)]
+            yield from (f for f in found if f is not None)

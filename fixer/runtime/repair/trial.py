@@ -5,7 +5,7 @@ and the next candidate is tried, in the expert's order (fixer.runtime.repair.exp
 What proves a candidate for one finding: the re-run no longer reports it (same rule, file and
 line), ends cleanly or with a new finding of its own, reaches at least as many optimizer steps
 and iterations, sees no NaN or infinite gradient, and every parameter that got a gradient in
-the first run still gets one at the steps of the re-run's last iterations (a detach that cuts a
+the first run (from a loss of its own iteration, fixer.runtime.gradients) still gets one at the latest steps of its optimizer in the re-run (a detach that cuts a
 generator or an encoder off the loss is refused, measured). A new finding is the next round's
 work (a second cache filled like the first); when the last round leaves none the repair is
 done, otherwise every file is put back. A raising finding is re-run only a little past where
@@ -26,7 +26,7 @@ from fixer.runtime.static_fix import Proposal
 from fixer.runtime.verify import Rerun, Summary, put_back, write_proposals
 from fixer.source import WriteError
 
-ROUNDS = 4  # findings repaired one after another in one --fix, at most
+ROUNDS = 6  # findings repaired one after another in one --fix, at most
 PAST_FAILURE = 2  # optimizer steps a raising finding's trial runs past the first run's
 
 
@@ -65,7 +65,7 @@ def judge(first: Outcome, second: Summary, finding: Finding) -> Optional[str]:
         return "the re-run's gradients hold NaN or infinite values"
     if second.steps < first.steps or second.iterations < first.iterations:
         return f"the re-run reached {second.steps} step(s) and {second.iterations} iteration(s), fewer than the first run"
-    lost = sorted(set(first.graded) - set(second.graded_lately))
+    lost = sorted(set(first.graded) & set(first.direct) - set(second.graded_lately))
     if lost:
         return f"{len(lost)} parameter(s) trained by the first run get no gradient now ({', '.join(lost[:3])})"
     return None
@@ -120,11 +120,17 @@ def _first_proven(options: list[Candidate], first: Outcome, finding: Finding, re
             put_back(mine)
             result.tried.append(Tried(finding, option.title, f"cannot write it: {exc}"))
             continue
-        second = rerun()
+        try:
+            second = rerun()
+        except BaseException:  # interrupted: this candidate's files go back too
+            put_back(mine)
+            raise
         why = judge(first, second, finding)
         result.tried.append(Tried(finding, option.title, why, second.output if why else ""))
         if why is None:
             written.extend(mine)
             return second
         put_back(mine)
+        if second.timed_out is not None:
+            break  # the program outlasts the limit: so would every other candidate
     return None

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Iterator, Optional
 
 from fixer.edits.keywords import remove_keyword
@@ -18,7 +19,7 @@ from fixer.edits.statements import insert_before
 from fixer.edits.values import detach_edit
 from fixer.nodes import walk
 from fixer.runtime.report import Finding, Piece
-from fixer.runtime.repair.candidate import Candidate, candidate, context, statement_at
+from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, statement_at
 
 _VALUES = (ast.Name, ast.Attribute, ast.Subscript)
 INPUTS = 4  # values of one line tried at most
@@ -57,6 +58,36 @@ def _retain_keyword(ctx, line: int) -> Optional[ast.Call]:
     return calls[0] if calls else None
 
 
+def _names_visible(ctx, value: ast.expr, use: ast.stmt) -> bool:
+    """Every name ``value`` reads is bound where ``use`` runs: its function's parameters and
+    assignments, the module's names, or a builtin."""
+    function = enclosing_function(ctx, use)
+    bound = set(dir(builtins)) | _bound(ctx.tree, module=True) | (_bound(function) if function is not ctx.tree else set())
+    return all(n.id in bound for n in walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _bound(scope: ast.AST, module: bool = False) -> set[str]:
+    """The names a function (or, ``module``, the module's top level) binds."""
+    names = set()
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        arguments = scope.args
+        names |= {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+        names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    if module:  # the top level's own statements, not the bodies of its functions and classes
+        nodes = [n for stmt in scope.body for n in ([stmt] if isinstance(stmt, definitions) else walk(stmt))]
+    else:
+        nodes = list(walk(scope))
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, definitions):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
 def recompute_before_use(finding: Finding, stored: Piece, used: Piece, failed: Optional[Piece]) -> Iterator[Candidate]:
     """The storing statement repeated before the use, with the failing backward's
     ``retain_graph`` dropped (when it has one), then without dropping it."""
@@ -72,6 +103,11 @@ def recompute_before_use(finding: Finding, stored: Piece, used: Piece, failed: O
         return
     if use.lineno <= store.end_lineno and use.end_lineno >= store.lineno:
         return  # the use contains the store (or is it)
+    target = ctx.text(store.targets[0])
+    if any(ctx.text(n) == target for n in walk(store.value) if isinstance(n, (ast.Name, ast.Attribute))):
+        return  # ``self.M = self.M + delta``: a state updated from itself, not a value built afresh
+    if not _names_visible(ctx, store.value, use):
+        return
     repeat = insert_before(ctx, use, ctx.text(store))
     title = f"recompute `{ctx.text(store.targets[0])}` before line {used.line} (repeat line {stored.line})"
     call = _retain_keyword(ctx, failed.line) if failed is not None and failed.filename == used.filename else None
