@@ -44,6 +44,6 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
     if code in ("GF102", "GF104"):
         yield from chain.from_iterable(recompute_before_use(finding, s, u, failed) for s in stored for u in used)
     if code in ("GF101", "GF102", "GF104"):
-        yield from chain.from_iterable(store_repairs(finding, p, ("crossing", "detach")) for p in stored)
+        yield from chain.from_iterable(store_repairs(finding, p, ("crossing", "detach", "uncache")) for p in stored)
     if code == "GF301":
         yield from chain.from_iterable(store_repairs(finding, p, ("item", "detach")) for p in stored)

@@ -7,6 +7,10 @@
 - **detach at the store**: the stored value itself detached (``self.prev = out.detach()``; every
   value of a state written together, ``self.M, self.z = dM, dz``; a dict or list of tensors
   detached item by item just after the line that binds it);
+- **stop caching**: a method that returns the value it stores (``self.cache = freqs; return
+  freqs``) and, on a hit, what it stored (``return self.cache``) is a cache of a value built from
+  trained parameters; without the store it computes the value afresh each call, as it does the
+  first time (tried after detaching, which keeps the cache when the re-run proves nothing is lost);
 - **a number at the store**: ``.item()`` where a running total or a list of losses is filled,
   for holders whose consumers only read numbers (a leak, GF301)."""
 
@@ -20,6 +24,7 @@ from fixer.context import FileContext
 from fixer.edits.statements import insert_after, insert_before
 from fixer.edits.values import method_edit
 from fixer.nodes import walk
+from fixer.rule import Edit
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, held_name, statement_at
 
@@ -156,8 +161,26 @@ def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> O
     return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding)
 
 
+def uncache(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:
+    """``self.cache = value`` dropped (``pass`` when it is alone in its block) in a method that
+    returns ``value`` and, elsewhere, the attribute itself."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Attribute):
+        return None
+    if stmt.targets[0].attr != name or not isinstance(stmt.value, ast.Name):
+        return None
+    returns = [n.value for n in walk(enclosing_function(ctx, stmt)) if isinstance(n, ast.Return) and n.value is not None]
+    hit = any(_names(b, name) for r in returns for b in walk(r) if isinstance(b, ast.Attribute))
+    computed = any(isinstance(r, ast.Name) and r.id == stmt.value.id for r in returns)
+    if not (hit and computed):
+        return None
+    body = next((getattr(p, f) for p in [ctx.parent(stmt)] for f in ("body", "orelse") if stmt in getattr(p, f, [])), [])
+    start, end = ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno or stmt.lineno)
+    text = f"{ctx.indent_of(stmt.lineno)}pass{ctx.newline}" if len(body) == 1 else ""
+    return candidate(f"stop caching `{ctx.text(stmt.targets[0])}` (line {stmt.lineno})", ctx, [Edit(start, end, text)], finding)
+
+
 def store_repairs(finding: Finding, piece: Piece, methods: tuple[str, ...]) -> Iterator[Candidate]:
-    """The repairs at one store, in the order given: "crossing", "detach", "item"."""
+    """The repairs at one store, in the order given: "crossing", "detach", "uncache", "item"."""
     ctx = context(piece.filename)
     if ctx is None:
         return
@@ -166,6 +189,8 @@ def store_repairs(finding: Finding, piece: Piece, methods: tuple[str, ...]) -> I
         for method in methods:
             if method == "crossing":
                 found = [crossing_detach(ctx, stmt, name, finding)]
+            elif method == "uncache":
+                found = [uncache(ctx, stmt, name, finding)]
             else:
                 found = ([together(ctx, stmt, name, finding)] if method == "detach" else []) + [store_fix(ctx, stmt, piece, finding, method)]
             yield from (f for f in found if f is not None)
