@@ -16,8 +16,9 @@ def _figures(steps: int, iterations: int) -> str:
     return f"{steps} optimizer step(s) and {iterations} iteration(s)"
 
 
-def say(result: Repair, first: Outcome, proposals: list[Proposal], max_steps: Optional[int] = None) -> list[str]:
-    """``max_steps``: the user's ``--max-steps`` (a trial's own limit is said as such)."""
+def say(result: Repair, first: Outcome, proposals: list[Proposal], max_steps: Optional[int] = None, kept: bool = True) -> list[str]:
+    """``max_steps``: the user's ``--max-steps`` (a trial's own limit is said as such); ``kept``:
+    False for ``--diff`` (the repair is shown, not written)."""
     lines = []
     for tried in result.tried:
         f = tried.finding
@@ -31,7 +32,7 @@ def say(result: Repair, first: Outcome, proposals: list[Proposal], max_steps: Op
         ours = f" (the re-run stopped after {last.steps} step(s), past the first run's failure)" if last.stopped and max_steps is None else ""
         before = "failed after" if first.exit_code != 0 and not first.stopped else "reached"
         lines.append(
-            f"fixed {files} ({codes}): verified by a re-run: no error, {_figures(last.steps, last.iterations)}{users}; "
+            f"{'fixed' if kept else 'would fix'} {files} ({codes}): verified by a re-run: no error, {_figures(last.steps, last.iterations)}{users}; "
             f"the first run {before} {_figures(first.steps, first.iterations)}{ours}"
         )
         return lines

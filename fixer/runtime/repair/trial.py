@@ -24,7 +24,8 @@ from fixer.runtime.repair.expert import candidates
 from fixer.runtime.report import Finding
 from fixer.runtime.static_fix import Proposal
 from fixer.runtime.verify import Rerun, Summary, put_back, write_proposals
-from fixer.source import WriteError
+from fixer.diff import unified_diff
+from fixer.source import WriteError, decode, read_bytes
 
 ROUNDS = 6  # findings repaired one after another in one --fix, at most
 PAST_FAILURE = 2  # optimizer steps a raising finding's trial runs past the first run's
@@ -46,6 +47,7 @@ class Repair:
     last: Optional[Summary] = None  # the last kept candidate's re-run
     left: list[Finding] = field(default_factory=list)  # findings no candidate repaired
     error: str = ""  # a file could not be written
+    diffs: list[str] = field(default_factory=list)  # the kept repair, as unified diffs
 
 
 def key(finding: Finding) -> tuple[str, str, int]:
@@ -80,10 +82,11 @@ def trial_steps(first: Outcome, finding: Finding, max_steps: Optional[int]) -> O
 
 def repair(
     first: Outcome, static: list[Proposal], rerun_with: Callable[[Optional[int]], Rerun], max_steps: Optional[int],
-    allowed: Callable[[str], bool],
+    allowed: Callable[[str], bool], keep: bool = True,
 ) -> Repair:
     """Repair ``first``'s findings one after another (the static rules' proposals are the first
-    candidate); ``allowed(path)``: whether a file may be written (inside the program's project)."""
+    candidate); ``allowed(path)``: whether a file may be written (inside the program's project).
+    ``keep``: False for ``--diff``, the proven repair's diffs are kept and its files put back."""
     result, written = Repair(False), []
     todo, static_left = list(first.findings), [p for p in static if p.fixed is not None]
     try:
@@ -105,10 +108,20 @@ def repair(
             result.left = todo
         result.kept = bool(written) and not result.left and not result.error
         result.files = sorted({path for path, _, _ in written})
+        if result.kept:
+            result.diffs = _diffs(written)
         return result
     finally:
-        if not result.kept:
+        if not result.kept or not keep:
             put_back(written)
+
+
+def _diffs(written: list[tuple[str, bytes, bytes]]) -> list[str]:
+    """Each written file against its text before the repair."""
+    firsts: dict[str, bytes] = {}
+    for path, original, _ in written:
+        firsts.setdefault(path, original)
+    return [unified_diff(path, decode(original).text, decode(read_bytes(path)).text) for path, original in firsts.items()]
 
 
 def _first_proven(options: list[Candidate], first: Outcome, finding: Finding, rerun: Rerun, result: Repair, written: list) -> Optional[Summary]:
