@@ -6,6 +6,9 @@ and the trial's judgement and the builders' text, alone."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,3 +131,14 @@ def test_builders_for_keywords(tmp_path: Path) -> None:
     penalty = Finding("GF107", "", "", 1, 0, "", (Piece("gradient taken", "", 1, 1, ""),))
     text = "(g,) = torch.autograd.grad(out.sum(), x, retain_graph=True)\n"
     assert _titles(tmp_path, text, penalty) == [("create_graph=True at line 1", "(g,) = torch.autograd.grad(out.sum(), x, create_graph=True)\n")]
+
+
+def test_diff_shows_the_proven_repair_and_leaves_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    shutil.copyfile(PROGRAMS / "retained_in_method.py", path)
+    before = path.read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(PROGRAMS.parent.parent)}
+    result = subprocess.run([sys.executable, "-m", "fixer", "run", "--diff", "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1 and path.read_bytes() == before, result.stderr
+    assert "-        self.loss.backward(retain_graph=True)\n+        self.loss.backward()\n" in result.stdout
+    assert "graphfix run: would fix train.py (GF302): verified by a re-run" in result.stderr
