@@ -30,7 +30,7 @@ PROGRAMS = Path(__file__).resolve().parent / "repair_programs"
 REPAIRED = {
     "bank_written_in_place": ("GF101", "detach `self.rows` where it crosses into the next iteration"),
     "state_dict_returned": ("GF101", "detach `state` after line"),
-    "fake_through_history": ("GF103", "detach `self.fake` where line"),
+    "fake_through_history": ("GF103", "detach each item of `self.items` where line"),
     "meter_sums": ("GF301", "store a number at line"),
     "retained_in_method": ("GF302", "drop retain_graph at line"),
 }

@@ -1,7 +1,7 @@
 """A GAN whose trainer keeps the generator's output in a field and feeds it to the
 discriminator through a history object: the generator's backward has freed that graph when the
 discriminator's loss is backpropagated. The expert detaches the fake where it is handed to the
-history (the discriminator's input)."""
+history; detaching each item the history hands to the discriminator gives the same numbers."""
 import torch
 
 torch.manual_seed(0)

@@ -36,7 +36,7 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
     if code == "GF107":
         yield from chain.from_iterable(create_graph(finding, p) for p in pieces(finding, "gradient taken"))
     if code == "GF103":
-        yield from chain.from_iterable(detach_inputs(finding, p) for p in pieces(finding, "fed to discriminator") + used)
+        yield from chain.from_iterable(detach_inputs(finding, p) for p in pieces(finding, "fed to discriminator"))
     if code in ("GF105", "GF106"):
         freeing = pieces(finding, "first backward", "freed by")
         yield from chain.from_iterable(fresh_value(finding, b, f, u) for b in pieces(finding, "built") for f in freeing for u in used)

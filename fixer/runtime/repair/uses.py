@@ -1,8 +1,9 @@
 """Repairs where a value is used again after its graph was freed:
 
-- **detach at the input**: a generator's output fed to the discriminator's loss, wherever the run
-  saw it enter (an argument, a field, a pool's loop): ``netD(fake.detach())``; one candidate per
-  value the line hands on, in the order written (the re-run refuses one that cuts a network off);
+- **detach at the input**: a generator's output fed to the discriminator's loss, where the run saw
+  it enter that loss (an argument, a field, a pool's loop): ``netD(fake.detach())``; one candidate
+  per value the line hands on, in the order written, then each item of it (a list of fakes kept
+  by a history); a value without a graph changes nothing and is refused. Never where it is used again: that may be the generator's own loss;
 - **recompute before the use**: the statement that built (and stored) the value, repeated just
   before the line that uses it again (a value built once before the loop, or before a step
   changed its parameters), with the band-aid ``retain_graph=True`` of the failing backward
@@ -16,7 +17,7 @@ from typing import Iterator, Optional
 
 from fixer.edits.keywords import remove_keyword
 from fixer.edits.statements import insert_before
-from fixer.edits.values import detach_edit
+from fixer.edits.values import detach_edit, replace_edit
 from fixer.nodes import walk
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, statement_at
@@ -32,7 +33,9 @@ def _inputs(stmt: ast.stmt) -> list[ast.expr]:
     found = []
     for node in walk(stmt):
         if isinstance(node, ast.Call):
-            found += [a for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, _VALUES)]
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            arguments += [e for a in arguments if isinstance(a, (ast.List, ast.Tuple)) for e in a.elts]  # torch.cat([real, fake])
+            found += [a for a in arguments if isinstance(a, _VALUES)]
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
@@ -47,9 +50,11 @@ def detach_inputs(finding: Finding, piece: Piece) -> Iterator[Candidate]:
         if text in seen or len(seen) == INPUTS:
             continue
         seen.add(text)
-        found = candidate(f"detach `{text}` where line {piece.line} hands it on", ctx, [detach_edit(ctx, value)], finding)
-        if found is not None:
-            yield found
+        where = f"where line {piece.line} hands it on"
+        yield from filter(None, (
+            candidate(f"detach `{text}` {where}", ctx, [detach_edit(ctx, value)], finding),
+            candidate(f"detach each item of `{text}` {where}", ctx, [replace_edit(ctx, value, f"[item.detach() for item in {text}]")], finding),
+        ))
 
 
 def _retain_keyword(ctx, line: int) -> Optional[ast.Call]:
