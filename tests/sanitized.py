@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import multiprocessing
 import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
+
+from fixer.runtime import fill_site
 
 
 @dataclass(frozen=True)
@@ -35,11 +38,8 @@ def _init() -> None:
 def execute_quietly(path: str, args: tuple = (), max_steps: Optional[int] = None, gradients: bool = False):
     """``graphfix run PATH ARGS`` from the program's folder, seeds reset: (Outcome, its output).
     ``gradients``: record the parameters trained, as ``graphfix run --fix`` does."""
-    import linecache
-
     import torch
 
-    from fixer.runtime import fill_site
     from fixer.runtime.launcher import execute
 
     linecache.checkcache()  # (a program fixed since this worker last read it: a fresh process would read it anew)

@@ -5,6 +5,7 @@ and the trial's judgement and the builders' text, alone."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -39,8 +40,6 @@ REFUSED = "encoder_cached_once"
 
 @pytest.fixture(scope="module")
 def fixed() -> Iterator[dict]:
-    import multiprocessing
-
     with multiprocessing.get_context("spawn").Pool(min(2, os.cpu_count() or 1), initializer=_init_worker) as pool:
         jobs = {name: pool.apply_async(fix_program, (str(PROGRAMS / f"{name}.py"), str(PROGRAMS / f"{name}.expert.py"))) for name in REPAIRED}
         jobs[REFUSED] = pool.apply_async(fix_program, (str(PROGRAMS / f"{REFUSED}.py"),))
