@@ -141,3 +141,9 @@ def test_diff_shows_the_proven_repair_and_leaves_the_file(tmp_path: Path) -> Non
     assert result.returncode == 1 and path.read_bytes() == before, result.stderr
     assert "-        self.loss.backward(retain_graph=True)\n+        self.loss.backward()\n" in result.stdout
     assert "graphfix run: would fix train.py (GF302): verified by a re-run" in result.stderr
+
+
+def test_a_parameter_no_optimizer_steps_still_counts_where_its_backward_reaches_it() -> None:
+    first = Outcome([], 1, 1, iterations=2, direct=frozenset({"parameter 1 (1,)"}))  # ``torch.exp(nn.Parameter(...))``
+    assert judge(first, _summary(graded_lately=()), FINDING) == "1 parameter(s) trained by the first run get no gradient now (parameter 1 (1,))"
+    assert judge(first, _summary(graded_lately=(), reached_lately=("parameter 1 (1,)",)), FINDING) is None

@@ -35,6 +35,7 @@ class Gradients(Observer):
         self.recent: dict[int, list[set[str]]] = {}  # id(optimizer) -> parameters graded at its latest steps
         self.nonfinite = False  # some step saw a NaN or infinite gradient
         self.direct: set[str] = set()  # parameters some loss reached through its own iteration's nodes
+        self.by_site: dict[int, set[str]] = {}  # id(backward line's stack) -> what its latest call reached so
 
     @contextlib.contextmanager
     def numbering(self) -> Iterator[None]:
@@ -63,7 +64,7 @@ class Gradients(Observer):
             return
         starts = self.recorder.iteration_starts
         start = starts[call.iteration - 1] if call.iteration else 0  # (positions of nodes built before this iteration)
-        stack, seen = [t.grad_fn for t in tensors if t.grad_fn is not None], set()
+        stack, seen, reached = [t.grad_fn for t in tensors if t.grad_fn is not None], set(), set()
         while stack and len(seen) < WALKED:
             node = stack.pop()
             if id(node) in seen:
@@ -71,12 +72,17 @@ class Gradients(Observer):
             seen.add(id(node))
             variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
             if variable is not None:
-                self.direct.add(self.name(variable))
+                reached.add(self.name(variable))
                 continue
             record = node.metadata.get(KEY)
             if record is not None and record.position < start:
                 continue  # carried from an earlier iteration
             stack.extend(child for child, _ in node.next_functions if child is not None)
+        self.direct |= reached
+        self.by_site.pop(id(call.stack), None)
+        self.by_site[id(call.stack)] = reached  # (stacks are interned: one object per line and callers)
+        while len(self.by_site) > OPTIMIZERS:
+            del self.by_site[next(iter(self.by_site))]
 
     def before_step(self, optimizer: Any, call: Any) -> None:
         steps = self.recent.pop(id(optimizer), [])  # (popped and put back: the latest optimizer last)
@@ -95,6 +101,11 @@ class Gradients(Observer):
                     name = self.name(parameter)
                     graded.add(name)
                     self.ever.add(name)
+
+    def reached_lately(self) -> set[str]:
+        """The parameters each backward line's latest call reached through its own iteration (a
+        parameter no optimizer steps, ``torch.exp(nn.Parameter(...))``, is trained by nothing but is still cut off)."""
+        return set().union(*self.by_site.values())
 
     def latest(self) -> set[str]:
         """The parameters that got a gradient at the latest steps of each optimizer."""
