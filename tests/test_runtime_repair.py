@@ -144,6 +144,7 @@ def test_diff_shows_the_proven_repair_and_leaves_the_file(tmp_path: Path) -> Non
 
 
 def test_a_parameter_no_optimizer_steps_still_counts_where_its_backward_reaches_it() -> None:
-    first = Outcome([], 1, 1, iterations=2, direct=frozenset({"parameter 1 (1,)"}))  # ``torch.exp(nn.Parameter(...))``
+    orphan = frozenset({"parameter 1 (1,)"})  # ``torch.exp(nn.Parameter(...))``: reached, held by no module
+    first = Outcome([], 1, 1, iterations=2, direct=orphan, orphans=orphan)
     assert judge(first, _summary(graded_lately=()), FINDING) == "1 parameter(s) trained by the first run get no gradient now (parameter 1 (1,))"
-    assert judge(first, _summary(graded_lately=(), reached_lately=("parameter 1 (1,)",)), FINDING) is None
+    assert judge(first, _summary(graded_lately=(), direct=("parameter 1 (1,)",)), FINDING) is None

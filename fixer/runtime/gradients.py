@@ -15,7 +15,8 @@ last steps (a GAN's discriminator and generator each keep theirs, however the st
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+import gc
+from typing import Any, Iterator, Optional
 
 import torch
 
@@ -35,7 +36,7 @@ class Gradients(Observer):
         self.recent: dict[int, list[set[str]]] = {}  # id(optimizer) -> parameters graded at its latest steps
         self.nonfinite = False  # some step saw a NaN or infinite gradient
         self.direct: set[str] = set()  # parameters some loss reached through its own iteration's nodes
-        self.by_site: dict[int, set[str]] = {}  # id(backward line's stack) -> what its latest call reached so
+        self._held: Optional[set[int]] = None  # ids of the parameters the modules held at the first backward
 
     @contextlib.contextmanager
     def numbering(self) -> Iterator[None]:
@@ -62,6 +63,8 @@ class Gradients(Observer):
     def before_backward(self, call: Any, tensors: tuple) -> None:
         if call.kind != "backward":
             return
+        if self._held is None:  # (once: the program's modules are built by its first backward)
+            self._held = {id(p) for m in gc.get_objects() if isinstance(m, torch.nn.Module) for p in m.parameters(recurse=False)}
         starts = self.recorder.iteration_starts
         start = starts[call.iteration - 1] if call.iteration else 0  # (positions of nodes built before this iteration)
         stack, seen, reached = [t.grad_fn for t in tensors if t.grad_fn is not None], set(), set()
@@ -79,10 +82,6 @@ class Gradients(Observer):
                 continue  # carried from an earlier iteration
             stack.extend(child for child, _ in node.next_functions if child is not None)
         self.direct |= reached
-        self.by_site.pop(id(call.stack), None)
-        self.by_site[id(call.stack)] = reached  # (stacks are interned: one object per line and callers)
-        while len(self.by_site) > OPTIMIZERS:
-            del self.by_site[next(iter(self.by_site))]
 
     def before_step(self, optimizer: Any, call: Any) -> None:
         steps = self.recent.pop(id(optimizer), [])  # (popped and put back: the latest optimizer last)
@@ -102,10 +101,11 @@ class Gradients(Observer):
                     graded.add(name)
                     self.ever.add(name)
 
-    def reached_lately(self) -> set[str]:
-        """The parameters each backward line's latest call reached through its own iteration (a
-        parameter no optimizer steps, ``torch.exp(nn.Parameter(...))``, is trained by nothing but is still cut off)."""
-        return set().union(*self.by_site.values())
+    def orphans(self) -> set[str]:
+        """The parameters reached directly that no ``nn.Module`` holds (``torch.exp(nn.Parameter(...))``):
+        no optimizer of ``model.parameters()`` steps them, but a detach still cuts them off."""
+        held = self._held or set()
+        return {self.name(p) for p, _ in self._serials.values() if id(p) not in held} & self.direct
 
     def latest(self) -> set[str]:
         """The parameters that got a gradient at the latest steps of each optimizer."""

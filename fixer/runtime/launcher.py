@@ -32,7 +32,7 @@ class Outcome:
     graded_lately: frozenset = frozenset()  # ... at the latest steps of each optimizer
     nonfinite: bool = False  # a step saw a NaN or infinite gradient
     direct: frozenset = frozenset()  # parameters a loss reached through its own iteration's nodes
-    reached_lately: frozenset = frozenset()  # ... at each backward line's latest call
+    orphans: frozenset = frozenset()  # ... those no nn.Module holds
 
 
 def execute(
@@ -76,7 +76,7 @@ def execute(
     if session.gradients is not None:
         trained = session.gradients
         outcome.graded, outcome.graded_lately, outcome.nonfinite = frozenset(trained.ever), frozenset(trained.latest()), trained.nonfinite
-        outcome.direct, outcome.reached_lately = frozenset(trained.direct), frozenset(trained.reached_lately())
+        outcome.direct, outcome.orphans = frozenset(trained.direct), frozenset(trained.orphans())
     return outcome
 
 

@@ -38,7 +38,7 @@ class Summary:
     graded: tuple = ()  # parameters that got a gradient at some step (fixer.runtime.gradients)
     graded_lately: tuple = ()  # ... at the latest steps of each optimizer
     nonfinite: bool = False  # a step saw a NaN or infinite gradient
-    reached_lately: tuple = ()  # parameters each backward line's latest call reached (fixer.runtime.gradients)
+    direct: tuple = ()  # parameters a loss reached through its own iteration (fixer.runtime.gradients)
 
     @staticmethod
     def of(outcome: Outcome) -> "Summary":
@@ -46,7 +46,7 @@ class Summary:
             outcome.exit_code, len(outcome.findings), outcome.steps, outcome.iterations, outcome.stopped,
             found=tuple(asdict(f) for f in outcome.findings), graded=tuple(sorted(outcome.graded)),
             graded_lately=tuple(sorted(outcome.graded_lately)), nonfinite=outcome.nonfinite,
-            reached_lately=tuple(sorted(outcome.reached_lately)),
+            direct=tuple(sorted(outcome.direct)),
         )
 
     def reported(self) -> list[Finding]:

@@ -5,8 +5,8 @@ and the next candidate is tried, in the expert's order (fixer.runtime.repair.exp
 What proves a candidate for one finding: the re-run no longer reports it (same rule, file and
 line), ends cleanly or with a new finding of its own, reaches at least as many optimizer steps
 and iterations, sees no NaN or infinite gradient, and every parameter that got a gradient in
-the first run (from a loss of its own iteration, fixer.runtime.gradients) still gets one (or is
-still reached by its backward line, the one stepped by no optimizer too) at the latest steps of its optimizer in the re-run (a detach that cuts a
+the first run (from a loss of its own iteration, fixer.runtime.gradients) still gets one at its
+optimizer's latest steps, and one that no module holds is still reached at the latest steps of its optimizer in the re-run (a detach that cuts a
 generator or an encoder off the loss is refused, measured). A new finding is the next round's
 work (a second cache filled like the first); when the last round leaves none the repair is
 done, otherwise every file is put back. A raising finding is re-run only a little past where
@@ -68,7 +68,8 @@ def judge(first: Outcome, second: Summary, finding: Finding) -> Optional[str]:
         return "the re-run's gradients hold NaN or infinite values"
     if second.steps < first.steps or second.iterations < first.iterations:
         return f"the re-run reached {second.steps} step(s) and {second.iterations} iteration(s), fewer than the first run"
-    lost = sorted(set(first.direct) - set(second.graded_lately) - set(second.reached_lately))
+    trained = (set(first.graded) & set(first.direct)) - set(second.graded_lately)
+    lost = sorted(trained | (set(first.orphans) - set(second.direct)))
     if lost:
         return f"{len(lost)} parameter(s) trained by the first run get no gradient now ({', '.join(lost[:3])})"
     return None
