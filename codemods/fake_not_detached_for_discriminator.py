@@ -83,8 +83,7 @@ from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls
 from fixer.analysis.gan_fakes import caller_fake, fake_definition, same_definition
 from fixer.analysis.gan_roles import discriminates, producers, roles_hold, trains
 from fixer.analysis.gan_steps import FREEING_KINDS, Use, backward_events, may_step_in_helpers, use_key
-from fixer.analysis.gan_steps import after as _after
-from fixer.analysis.gan_steps import before as _before
+from fixer.analysis.gan_steps import after as _after, before as _before
 from fixer.analysis.gan_steps import before_or_at as _before_or_at
 from fixer.analysis.gan_steps import between as _between
 from fixer.analysis.gan_steps import callable_uses as _uses
@@ -93,13 +92,14 @@ from fixer.analysis.gan_steps import flows_to as _flows
 from fixer.analysis.gan_steps import optimizer_steps as _steps
 from fixer.analysis.gan_steps import ASSIGNMENTS, discriminator_generator_pairs, statement_flows_to
 from fixer.analysis.graph import GraphFacts, facts
-from fixer.analysis.graph_reuse import assigned_names, derived_names, flowing_names, innermost_loop, names_in, reaches, remove_keyword
+from fixer.analysis.graph_reuse import assigned_names, derived_names, flowing_names, innermost_loop, names_in, reaches
 from fixer.analysis.class_model import attribute_writes, written_only_in
 from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, same_pass_later
 from fixer.context import FileContext
+from fixer.edits.keywords import remove_keyword
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 MESSAGE = (

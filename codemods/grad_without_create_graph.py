@@ -61,8 +61,9 @@ from fixer.analysis.graph import facts
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
-from fixer.analysis.shared_graph import flowing_nodes, keyword_edit
+from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
+from fixer.edits.keywords import keyword_edit
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 

@@ -69,13 +69,13 @@ from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
     backwarded_again_after_loop,
     graph_origins,
-    keyword_edit,
     retains_graph,
     runs_after_in_same_pass,
     same_pass_later,
     same_value,
 )
 from fixer.context import FileContext
+from fixer.edits.keywords import keyword_edit
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 

@@ -88,7 +88,6 @@ from fixer.analysis.shared_graph import (
     flowing_nodes,
     graph_origins,
     Origin,
-    keyword_edit,
     reaching,
     retains_graph,
     runs_after_in_same_pass, same_pass_later,
@@ -96,6 +95,7 @@ from fixer.analysis.shared_graph import (
     shared_saving_origins,
 )
 from fixer.context import FileContext
+from fixer.edits.keywords import keyword_edit
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 

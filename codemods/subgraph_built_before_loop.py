@@ -84,7 +84,6 @@ from fixer.analysis.graph_reuse import (
     derived_names,
     frees_graph,
     innermost_loop,
-    remove_keyword,
     inside,
     names_in,
     reaches,
@@ -95,7 +94,8 @@ from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
 from fixer.analysis.init_graphs import given_graphs, init_graphs
-from fixer.analysis.shared_graph import keyword_edit, saves_tensors
+from fixer.analysis.shared_graph import saves_tensors
+from fixer.edits.keywords import keyword_edit, remove_keyword
 from fixer.analysis.training_calls import steps_optimizer, training_calls
 from fixer.context import FileContext
 from fixer.nodes import walk

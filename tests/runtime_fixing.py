@@ -1,6 +1,7 @@
 """``graphfix run --fix`` on a fixture program, in a worker process: the program is copied to a
-fresh folder, run under the sanitizer, fixed from the run's evidence, verified by a re-run (in
-this process, seeds reset, as ``graphfix run`` would in a fresh one) and, when the fix is kept,
+fresh folder, run under the sanitizer, repaired from the run's evidence (the candidates tried in
+turn, each verified by a re-run in this process, seeds reset, as ``graphfix run`` would in a
+fresh one: fixer.runtime.repair.trial) and, when the repair is kept,
 measured by the execution harness against the expert's program (``.oracle.py``, else ``.after.py``)."""
 
 from __future__ import annotations
@@ -33,15 +34,17 @@ class Fixed:
     fixed_text: str = ""
 
 
-def _execute(path: str):
+def _execute(path: str, max_steps: Optional[int] = None):
     from tests.sanitized import execute_quietly
 
-    return execute_quietly(path)[0]
+    return execute_quietly(path, max_steps=max_steps, gradients=True)[0]
 
 
 def fix_program(before: str, expert: Optional[str] = None) -> Fixed:
+    from fixer.runtime.repair.report import say
+    from fixer.runtime.repair.trial import repair
     from fixer.runtime.static_fix import propose
-    from fixer.runtime.verify import Summary, apply_and_verify
+    from fixer.runtime.verify import Summary
     from tests.execution import compare_states, run_program
 
     folder = tempfile.mkdtemp(prefix="graphfix-fix-")
@@ -56,9 +59,8 @@ def fix_program(before: str, expert: Optional[str] = None) -> Fixed:
         if not first.findings:
             return Fixed(codes, False, "no finding")
         proposals = propose(first.findings)
-        if not any(p.fixed is not None for p in proposals):
-            return Fixed(codes, False, " | ".join(a for p in proposals for a in p.advice))
-        kept, what = apply_and_verify(proposals, first, lambda: Summary.of(_execute(path)))
+        result = repair(first, proposals, lambda steps: lambda: Summary.of(_execute(path, steps)), None, lambda _: True)
+        kept, what = result.kept, " | ".join(say(result, first, proposals))
         text = Path(path).read_text(encoding="utf-8")
         if not kept or expert is None:
             return Fixed(codes, kept, what, fixed_text=text)

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import multiprocessing
 import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
+
+from fixer.runtime import fill_site
 
 
 @dataclass(frozen=True)
@@ -32,11 +35,15 @@ def _init() -> None:
     torch.set_num_threads(1)
 
 
-def execute_quietly(path: str, args: tuple = (), max_steps: Optional[int] = None):
-    """``graphfix run PATH ARGS`` from the program's folder, seeds reset: (Outcome, its output)."""
+def execute_quietly(path: str, args: tuple = (), max_steps: Optional[int] = None, gradients: bool = False):
+    """``graphfix run PATH ARGS`` from the program's folder, seeds reset: (Outcome, its output).
+    ``gradients``: record the parameters trained, as ``graphfix run --fix`` does."""
     import torch
 
     from fixer.runtime.launcher import execute
+
+    linecache.checkcache()  # (a program fixed since this worker last read it: a fresh process would read it anew)
+    fill_site._tree.cache_clear()
 
     torch.manual_seed(0)
     random.seed(0)
@@ -45,7 +52,7 @@ def execute_quietly(path: str, args: tuple = (), max_steps: Optional[int] = None
     os.chdir(folder)
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            return execute(path, list(args), max_steps=max_steps, stderr=buffer), buffer
+            return execute(path, list(args), max_steps=max_steps, stderr=buffer, gradients=gradients), buffer
     finally:
         os.chdir(cwd)
         _forget_modules_of(folder)

@@ -96,7 +96,8 @@ def test_a_re_run_past_its_time_limit_proves_nothing(tmp_path: Path) -> None:
     path = write(tmp_path / "train.py", FOREVER)
     before = path.read_bytes()
     began = time.monotonic()
-    result = graphfix_run("--fix", "--rerun-timeout", "20", "train.py", cwd=tmp_path, env=environment(tmp_path), timeout=200)
+    # (without --max-steps the trial of a raising finding stops 2 steps past the failure: it would end)
+    result = graphfix_run("--fix", "--rerun-timeout", "20", "--max-steps", "100000", "train.py", cwd=tmp_path, env=environment(tmp_path), timeout=200)
     assert result.returncode == 1, result.stderr
     assert path.read_bytes() == before
     assert "the fix is not kept, the files are as they were: the re-run did not end within 20 s" in result.stderr

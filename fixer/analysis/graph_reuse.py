@@ -19,7 +19,6 @@ from fixer.analysis.scopes import LOOPS, under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes, retains_graph
 from fixer.context import FileContext
 from fixer.nodes import walk
-from fixer.rule import Edit
 
 def names_in(expr: ast.AST) -> set[str]:
     """Every dotted name mentioned in ``expr`` (``a``, ``self.w``, ``self``)."""
@@ -162,16 +161,3 @@ def flows_straight(ctx: FileContext, graph: GraphFacts, stmt: ast.stmt, later: I
         elif not isinstance(node, ast.AugAssign):
             live -= targets
     return reaches(call, live)
-
-
-def remove_keyword(ctx: FileContext, call: ast.Call, name: str) -> Edit:
-    """An edit that deletes the keyword ``name`` from ``call`` with its separating comma."""
-    items = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
-    keyword = next(k for k in call.keywords if k.arg == name)
-    index = items.index(keyword)
-    start, end = ctx.span(keyword)
-    if index > 0:
-        start = ctx.span(items[index - 1])[1]
-    elif len(items) > 1:
-        end = ctx.span(items[1])[0]
-    return Edit(start, end, "")

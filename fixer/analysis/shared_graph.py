@@ -29,7 +29,6 @@ from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
 from fixer.context import FileContext
 from fixer.nodes import walk
-from fixer.rule import Edit
 
 # Operations whose backward needs no saved tensor (shape bookkeeping, sums, copies).
 NON_SAVING = frozenset(
@@ -379,22 +378,3 @@ def backwarded_again_after_loop(ctx: FileContext, scope: Scope, first: BackwardC
     parent = ctx.parent(first_stmt)
     return ctx.parent(definition) is parent and _same_field(parent, definition, first_stmt) and (
         isinstance(parent, LOOPS) or is_pass_filter(ctx, parent, first_stmt))  # each (selected) pass
-
-
-def keyword_edit(ctx: FileContext, call: ast.Call, name: str, value: str = "True") -> Edit:
-    """An edit that gives ``call`` the keyword ``name=value`` (replacing its value if present)."""
-    existing = next((k for k in call.keywords if k.arg == name), None)
-    if existing is not None:
-        start, end = ctx.span(existing.value)
-        return Edit(start, end, value)
-    start, end = ctx.span(call)
-    closing = end - 1  # the call's ")"
-    items = [*call.args, *call.keywords]
-    if not items:
-        return Edit(closing, closing, f"{name}={value}")
-    last_end = ctx.span(items[-1])[1]
-    between = ctx.source[last_end:closing]
-    if "," in between:
-        comma = last_end + between.index(",") + 1
-        return Edit(comma, comma, f" {name}={value}")
-    return Edit(last_end, last_end, f", {name}={value}")

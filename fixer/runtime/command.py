@@ -8,9 +8,10 @@ program's own code, when not 0, is then named on stderr); otherwise the program'
 Python prints it); 130 when Ctrl-C stopped the program or graphfix; 0 when ``--max-steps``
 stopped it; 123 when graphfix itself cannot run it (no such script or module, torch missing,
 bad options) or cannot write a fix. With ``--fix`` (as static ``graphfix --fix``): 0 when every
-finding was fixed and the re-run proved it (fixer.runtime.verify), 1 when a finding remains (no
-rule could write its edit, the file lies outside the program's project, or the re-run did not
-prove the fix and the files were put back)."""
+finding was repaired and the re-runs proved it (fixer.runtime.repair), 1 when a finding remains (no
+candidate repair applies, the file lies outside the program's project, or no re-run proved a
+candidate and the files were put back). ``--diff`` tries the candidates as ``--fix`` does, prints
+the proven repair's diff and puts the files back."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ import os
 import sys
 import time
 
-from fixer.diff import display_path
 from fixer.runtime import TorchMissing, require_torch
 from fixer.runtime.arguments import parse, parser
 from fixer.runtime.run_output import line_end, stdout_to_stderr, summary, write_report
@@ -62,32 +62,25 @@ def main(argv: list[str]) -> int:
         return EXIT_INTERRUPTED
 
 
-def _print_advice(proposals: list) -> None:
-    for proposal in proposals:
-        for words in proposal.advice:
-            print(f"graphfix run: {words}", file=sys.stderr)
-
-
-def _fix(options: argparse.Namespace, outcome, proposals: list, started: tuple[str, float]) -> int:
+def _fix(options: argparse.Namespace, outcome, proposals: list, started: tuple[str, float], project) -> int:
+    from fixer.runtime.repair.report import say
+    from fixer.runtime.repair.trial import repair
     from fixer.runtime.rerun import sigterm_as_interrupt, subprocess_rerun
-    from fixer.runtime.verify import apply_and_verify
 
-    _print_advice(proposals)
-    if not any(p.fixed is not None for p in proposals):
-        return EXIT_FINDINGS
     cwd, seconds = started
     module = options.module is not None
     target, args = (options.module, options.target) if module else (os.path.join(cwd, options.target[0]), options.target[1:])
     limit = options.rerun_timeout or max(MIN_RERUN_SECONDS, RERUN_FACTOR * seconds)
-    rerun = subprocess_rerun(target, args, module, options.max_steps, cwd, limit)
+    keep = bool(options.fix)
     with sigterm_as_interrupt():
-        kept, what = apply_and_verify(proposals, outcome, rerun)
-    files = ", ".join(display_path(p.filename) for p in proposals if p.fixed is not None)
-    codes = ", ".join(sorted({f.code for p in proposals for f in p.answered}))
-    print(f"graphfix run: {'fixed' if kept else 'not fixed'} {files} ({codes}): {what}", file=sys.stderr)
-    if not kept and what.startswith("cannot write"):
+        result = repair(outcome, proposals, lambda steps: subprocess_rerun(target, args, module, steps, cwd, limit), options.max_steps, project.holds, keep)
+    for diff in result.diffs if not keep else ():
+        sys.stdout.write(diff)
+    for line in say(result, outcome, proposals, options.max_steps, keep):
+        print(f"graphfix run: {line}", file=sys.stderr)
+    if result.error:
         return EXIT_ERROR
-    return 0 if kept and all(not p.advice for p in proposals) else EXIT_FINDINGS
+    return 0 if result.kept and keep else EXIT_FINDINGS
 
 
 def _module_exists(name: str) -> bool:
@@ -109,7 +102,7 @@ def _run(options: argparse.Namespace) -> int:
     target, args = (options.module, options.target) if module else (options.target[0], options.target[1:])
     cwd, began = os.getcwd(), time.monotonic()
     with stdout_to_stderr(options.output_format == "json" and options.output is None), line_end(sys.stdout) as last_line:
-        outcome = execute(target, args, module, options.max_steps)
+        outcome = execute(target, args, module, options.max_steps, gradients=bool(options.fix or options.diff or options.summary))
     seconds = time.monotonic() - began
     if outcome.stopped:
         print(f"graphfix run: stopped after {outcome.steps} optimizer step(s) (--max-steps)", file=sys.stderr)
@@ -133,10 +126,6 @@ def _run(options: argparse.Namespace) -> int:
         from fixer.runtime.static_fix import inside, propose
 
         proposals = propose(outcome.findings)
-        if options.fix:
-            project = Project(cwd if module else os.path.dirname(os.path.abspath(target)))
-            return _fix(options, outcome, inside(proposals, project), (cwd, seconds))
-        for proposal in proposals:
-            sys.stdout.write(proposal.diff)
-        _print_advice(proposals)
+        project = Project(cwd if module else os.path.dirname(os.path.abspath(target)))
+        return _fix(options, outcome, inside(proposals, project), (cwd, seconds), project)
     return EXIT_FINDINGS if outcome.findings else outcome.exit_code

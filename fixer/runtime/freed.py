@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
 from types import CodeType
 from typing import Any, Optional
 
@@ -31,6 +32,7 @@ from fixer.runtime.report import Finding, Piece, nth
 from fixer.runtime.sites import divergence
 
 RECENT = 16  # earlier backward calls whose graphs are compared with the failing one
+BUILT_ON = 256  # nodes of a held value's graph searched for the crossed value
 
 
 @dataclass
@@ -128,7 +130,8 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
         where = _first_backward(freeing, failing)
         message = f"this backward frees the graph that the backward at line {failed.line} needs again (through line {used.line}): backpropagate both losses once, summed"
         return Cause("GF105", where, message, [built, where, used, failed])
-    names = _holders(lambda t: t.grad_fn is crossed) or _holders_of_site(crossed_record) or _holders_of_site(use_record)
+    names = (_holders(lambda t: t.grad_fn is crossed) or _holders_of_site(crossed_record) or _holders_of_site(use_record)
+             or _holders(lambda t: _built_on(t.grad_fn, crossed)))  # ``self.M = self.M + delta``: the sum holds it
     on_module = [h for h in names if h.on_module]
     ranked = on_module + [h for h in names if not h.on_module]
     # the first holder whose filling line is found: a loop variable (``for old in memory``) names
@@ -256,6 +259,11 @@ def _first_use(freeing: Call, crossed: Any, crossed_record: NodeRecord) -> Optio
 
 def _holders(wanted) -> list[Holder]:
     return holders(wanted)
+
+
+def _built_on(node: Any, crossed: Any) -> bool:
+    """The node's graph reaches ``crossed`` within its nearest BUILT_ON nodes."""
+    return node is not None and any(n is crossed for n, _ in islice(graphwalk.walk([node]), BUILT_ON))
 
 
 def stored_at(record: NodeRecord, level: int) -> tuple[Optional[Holder], Optional[Piece]]:

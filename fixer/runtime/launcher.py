@@ -28,14 +28,23 @@ class Outcome:
     failures: list[str] = field(default_factory=list)  # our own diagnosis crashes
     iterations: int = 0  # training iterations begun (fixer.runtime.session)
     interrupted: bool = False  # Ctrl-C ended the program
+    graded: frozenset = frozenset()  # parameters that got a gradient at some step (fixer.runtime.gradients; --fix only)
+    graded_lately: frozenset = frozenset()  # ... at the latest steps of each optimizer
+    nonfinite: bool = False  # a step saw a NaN or infinite gradient
+    direct: frozenset = frozenset()  # parameters a loss reached through its own iteration's nodes
+    orphans: frozenset = frozenset()  # ... those no nn.Module holds
 
 
-def execute(target: str, args: list[str], module: bool = False, max_steps: Optional[int] = None, stderr: Optional[TextIO] = None) -> Outcome:
+def execute(
+    target: str, args: list[str], module: bool = False, max_steps: Optional[int] = None, stderr: Optional[TextIO] = None,
+    gradients: bool = False,
+) -> Outcome:
     """Run the script at ``target`` (or the module named ``target``); ``sys.argv``, ``sys.path``,
-    ``__main__`` and the current folder are restored afterwards."""
+    ``__main__`` and the current folder are restored afterwards. ``gradients``: record which
+    parameters each step trained."""
     stderr = stderr or sys.stderr
     saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
-    session = Session(max_steps, whole_program=True)
+    session = Session(max_steps, whole_program=True, gradients=gradients)
     code, stopped, interrupted = 0, False, False
     try:
         if module:
@@ -63,7 +72,12 @@ def execute(target: str, args: list[str], module: bool = False, max_steps: Optio
         stopping.release()
         sys.argv[:], sys.path[:] = saved_argv, saved_path
         os.chdir(saved_cwd)  # the program's chdir must not move the report's paths or the re-run
-    return Outcome(session.findings, code, session.steps, stopped, session.failures, session.iterations, interrupted)
+    outcome = Outcome(session.findings, code, session.steps, stopped, session.failures, session.iterations, interrupted)
+    if session.gradients is not None:
+        trained = session.gradients
+        outcome.graded, outcome.graded_lately, outcome.nonfinite = frozenset(trained.ever), frozenset(trained.latest()), trained.nonfinite
+        outcome.direct, outcome.orphans = frozenset(trained.direct), frozenset(trained.orphans())
+    return outcome
 
 
 stop_at(execute.__code__)  # the stack walks of every recorded op end here

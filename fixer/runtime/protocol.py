@@ -13,7 +13,8 @@ number of steps the parameter had seen, its *window*.
 - GF203: a step consumes a gradient holding contributions from two windows (a step consumed
   the first and nothing reset it since), for every parameter with a gradient.
 - GF201: every step of the optimizer (two or more) follows a ``zero_grad()`` that wiped
-  gradients no step had consumed, and then sees no gradient or only more of the same
+  gradients no step had consumed (nor the program: a gradient it read since the last step,
+  ``p.grad``, it manages itself, as PGD's backup and attack steps do), and then sees no gradient or only more of the same
   backward line's (accumulation over micro-batches zeroed each time).
 - GF202: the first step came before any backward of the run and saw no gradient, and the same
   line stepped again after a backward filled the parameters (each step uses the gradient of
@@ -44,6 +45,7 @@ class _Param:
     wiped: Optional[tuple] = None  # (zero_grad Call, backward sites) wiped unconsumed since the last step
     filled: bool = False  # a backward ever put a gradient in it
     fresh: bool = True  # first seen in this window holding a gradient of unknown origin
+    read: bool = False  # the program read ``p.grad`` in this window: it manages the gradient itself (a backup, an attack)
 
 
 @dataclass(eq=False)
@@ -150,10 +152,17 @@ class Protocol(Observer):
         for param in params:
             state = self._state(param)
             self._settle(state, param)
+            if state.read:  # (PGD keeps a copy of the gradient, zeroes it for its attack steps, puts it back)
+                continue
             sites = {c.stack for c, window in state.chain if window == state.window and c.frees and c.stack}  # lost for good
             if sites:
                 before = state.wiped[1] if state.wiped else set()
                 state.wiped = (call, before | sites)
+
+    def grad_read(self, owner: Any, grad: Any) -> None:
+        state = self._params.get(id(owner))
+        if state is not None and state.ref() is owner:
+            state.read = True
 
     def before_step(self, optimizer: Any, call: Any) -> None:
         entry = self._optimizers.get(id(optimizer))
@@ -168,7 +177,7 @@ class Protocol(Observer):
             self._judge(opt, states, call)
         for state, _ in states:
             state.window += 1
-            state.wiped, state.fresh = None, False
+            state.wiped, state.fresh, state.read = None, False, False
         opt.backwards_at_step, opt.current = self._backwards, call
 
     def after_step(self, optimizer: Any, call: Any) -> None:

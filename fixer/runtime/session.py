@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
+from fixer.runtime.gradients import Gradients
 from fixer.runtime.recorder import Call, Recorder
 from fixer.runtime.watchers import watchers
 from fixer.runtime.report import Finding
@@ -14,12 +16,16 @@ INPLACE = "modified by an inplace operation"
 
 
 class Session:
-    def __init__(self, max_steps: Optional[int] = None, whole_program: bool = False) -> None:
+    def __init__(self, max_steps: Optional[int] = None, whole_program: bool = False, gradients: bool = False) -> None:
         self.recorder = Recorder(max_steps=max_steps, on_error=self._on_error)
         self.findings: list[Finding] = []
         self.failures: list[str] = self.recorder.failures  # our own diagnosis crashes, reported, never raised
         self.whole_program = whole_program  # graphfix run: the end of the block is the program's end
         self.detectors = watchers(self.recorder)
+        self.gradients: Optional[Gradients] = None  # which parameters the run trained (graphfix run --fix)
+        if gradients:
+            self.gradients = Gradients(self.recorder)
+            self.recorder.observers.append(self.gradients)
 
     def _on_error(self, exc: RuntimeError, call: Call) -> None:
         message = str(exc)
@@ -53,11 +59,14 @@ class Session:
     def __enter__(self) -> "Session":
         self._warnings = at_user_lines()
         self._warnings.__enter__()
+        self._numbering = self.gradients.numbering() if self.gradients is not None else contextlib.nullcontext()
+        self._numbering.__enter__()
         self.recorder.start()
         return self
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.recorder.stop()
+        self._numbering.__exit__(None, None, None)
         self._warnings.__exit__(None, None, None)
         ended = kind is None or (isinstance(exc, SystemExit) and exc.code in (0, None))
         for detector in self.detectors:

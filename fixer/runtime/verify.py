@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Optional
 
 from fixer.runtime.launcher import Outcome
+from fixer.runtime.report import Finding, Piece
 from fixer.runtime.static_fix import Proposal
 from fixer.source import WriteError, decode, encode, read_bytes, write_atomic
 
@@ -33,10 +34,24 @@ class Summary:
     stopped: bool
     output: str = ""  # the tail of the re-run's stdout and stderr
     timed_out: Optional[float] = None  # the time limit (s) that killed the re-run
+    found: tuple = ()  # the findings, as dicts (``Finding`` fields, ``evidence`` a list of ``Piece`` fields)
+    graded: tuple = ()  # parameters that got a gradient at some step (fixer.runtime.gradients)
+    graded_lately: tuple = ()  # ... at the latest steps of each optimizer
+    nonfinite: bool = False  # a step saw a NaN or infinite gradient
+    direct: tuple = ()  # parameters a loss reached through its own iteration (fixer.runtime.gradients)
 
     @staticmethod
     def of(outcome: Outcome) -> "Summary":
-        return Summary(outcome.exit_code, len(outcome.findings), outcome.steps, outcome.iterations, outcome.stopped)
+        return Summary(
+            outcome.exit_code, len(outcome.findings), outcome.steps, outcome.iterations, outcome.stopped,
+            found=tuple(asdict(f) for f in outcome.findings), graded=tuple(sorted(outcome.graded)),
+            graded_lately=tuple(sorted(outcome.graded_lately)), nonfinite=outcome.nonfinite,
+            direct=tuple(sorted(outcome.direct)),
+        )
+
+    def reported(self) -> list[Finding]:
+        """The re-run's findings, as the first run's are."""
+        return [Finding(**{**f, "evidence": tuple(Piece(**p) for p in f["evidence"])}) for f in self.found]
 
 
 Rerun = Callable[[], Summary]
@@ -79,16 +94,7 @@ def apply_and_verify(proposals: list[Proposal], first: Outcome, rerun: Rerun) ->
     kept = False
     try:
         try:
-            for proposal in proposals:
-                if proposal.fixed is None:
-                    continue
-                data = read_bytes(proposal.filename)
-                source = decode(data)
-                if source.text != proposal.original:
-                    raise WriteError("changed since it ran; not written")
-                fixed = encode(source, proposal.fixed)
-                if write_atomic(proposal.filename, fixed, expected=data):
-                    written.append((proposal.filename, data, fixed))
+            write_proposals(proposals, written)
         except (WriteError, UnicodeEncodeError, OSError) as exc:
             return False, f"cannot write the fix: {exc}{_put_back(written)}"
         if not written:
@@ -107,6 +113,25 @@ def apply_and_verify(proposals: list[Proposal], first: Outcome, rerun: Rerun) ->
     finally:
         if not kept:
             _put_back(written)
+
+
+def write_proposals(proposals: list[Proposal], written: list[tuple[str, bytes, bytes]]) -> None:
+    """Write each proposal's fixed text, appending (path, original bytes, fixed bytes) to
+    ``written`` as it goes; raises WriteError when a file changed since it was read."""
+    for proposal in proposals:
+        if proposal.fixed is None:
+            continue
+        data = read_bytes(proposal.filename)
+        source = decode(data)
+        if source.text != proposal.original:
+            raise WriteError("changed since it ran; not written")
+        fixed = encode(source, proposal.fixed)
+        if write_atomic(proposal.filename, fixed, expected=data):
+            written.append((proposal.filename, data, fixed))
+
+
+def put_back(written: list[tuple[str, bytes, bytes]]) -> str:
+    return _put_back(written)
 
 
 def _put_back(written: list[tuple[str, bytes, bytes]]) -> str:
