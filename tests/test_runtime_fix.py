@@ -42,13 +42,6 @@ KNOWN_GAPS: dict[str, str] = {
     "loss_accumulated_with_graph/trainer_metric_lists": _NOT_SEEN,
     "loss_accumulated_with_graph/eval_called_while_recording": _NOT_SEEN,
     "fake_not_detached_for_discriminator/retain_graph_band_aid": _NOT_SEEN.replace("WATCHED_GAPS", "SILENT_GAPS"),
-    # the run sees the graph kept at the call (`meters.update(losses)`); the static fix is written at
-    # the store inside the method (kept_elements), which the run does not match to that call yet
-    **{f"loss_accumulated_with_graph/{name}": "kept at a call, fixed at the method's store: not matched at run time" for name in (
-        "dataclass_epoch_sums", "ledger_posts_tuple_of_terms", "meter_sums_dict_of_losses", "summary_reads_items_of_helper_dict",
-    )},
-    # the run reports GF101 at the segment's loss; GF104's edit is in the memory module's stores
-    "graph_cached_on_module/memory_reset_per_document_not_per_segment": "reported as GF101 at the loss: GF104's edit in the module not matched",
 }
 CASES = [c for c in discover() if c.rule_module in RULES + WATCHED and c.before]
 SEEDS = sorted((ROOT / "examples").glob("seed*.py"))
