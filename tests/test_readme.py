@@ -27,7 +27,7 @@ def test_readme_starts_with_a_virtual_environment_and_the_cpu_build() -> None:
     assert README.index("```sh") < 20, "the commands come first"
     assert first == "python3 -m venv .venv && . .venv/bin/activate && pip install . && graphfix --diff examples/"
     torch_step, *rest = second.split(" && ")
-    assert torch_step == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    assert torch_step == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple"
     assert rest == ["pip install '.[test]'", "python -m pytest"]
     prose = " ".join(README[:README.index("## Usage")].split())
     assert "PEP 668" in prose and "pipx install ." in prose
