@@ -72,7 +72,8 @@ def test_interrupted_verification_puts_the_file_back_and_ends_the_re_run(tmp_pat
     path = write(tmp_path / "train.py", FOREVER)
     before = path.read_bytes()
     env = environment(tmp_path)
-    process = subprocess.Popen([sys.executable, "-m", "fixer", "run", "--fix", "train.py"], cwd=tmp_path, env=env,
+    # (--max-steps: without it the trial of a raising finding stops 2 steps past the failure, before the signal)
+    process = subprocess.Popen([sys.executable, "-m", "fixer", "run", "--fix", "--max-steps", "100000", "train.py"], cwd=tmp_path, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     starts = tmp_path / "starts"
     deadline = time.monotonic() + 240

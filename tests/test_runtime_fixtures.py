@@ -39,8 +39,6 @@ KNOWN_GAPS = {
     # reported at the use inside the step function (line 17), the static rule at the loop's call (line 28): both places
     # the fix can go, and ``graphfix run --fix`` writes it at the loop's, where the run saw the value stored
     "graph_carried_across_iterations/hidden_through_step_function",
-    # reported as GF101 at the segment's loss (line 54), the static GF104 at the memory module's store (line 25)
-    "graph_cached_on_module/memory_reset_per_document_not_per_segment",
 }
 # Bug fixtures that raise nothing and that the run does not find yet.
 SILENT_GAPS = {

@@ -306,8 +306,7 @@ def _within(path: str, bound: Optional[str]) -> bool:
 
 
 def set_root(root: Optional[str]) -> None:
-    """The project of the files analysed next (a repository of a batch run); None: each file's
-    nearest folder holding ``.git``."""
+    """The project of the files analysed next (a batch run's repository); None: each file's ``.git``."""
     global _root
     _root = os.path.abspath(root) if root else None
 
@@ -387,8 +386,7 @@ def _listing(folder: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def forget_project_files() -> None:
-    """Drop everything known about project files (a long-lived process, as the language server,
-    sees files change between two analyses)."""
+    """Drop all known of project files (a long-lived process sees them change between analyses)."""
     depends.forget()
     _listing.cache_clear()
 
@@ -450,6 +448,7 @@ def _load(path: str) -> Optional[FileContext]:
     return loaded
 
 
+LONE_CR = re.compile(rb"\r(?!\n)")  # a line end, as \n (the same length: offsets kept)
 IMPORT_LINE = re.compile(
     rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n#]*))|import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?)",
     re.MULTILINE,
@@ -457,8 +456,9 @@ IMPORT_LINE = re.compile(
 
 
 def import_lines(data: bytes) -> Iterator["re.Match[bytes]"]:
-    """``IMPORT_LINE.finditer(data)``, found from each ``import`` by ``bytes.find``: a regex tried
-    at every line start costs most of the pre-filter on a large tree."""
+    """``IMPORT_LINE.finditer(data)`` (a lone ``\r`` ends a line, as for Python), found from each
+    ``import`` by ``bytes.find``: a regex tried at every line start would cost most of the pre-filter."""
+    data = LONE_CR.sub(b"\n", data) if b"\r" in data else data
     start = end = 0
     while (at := data.find(b"import", start)) >= 0:
         start = at + len(b"import")
