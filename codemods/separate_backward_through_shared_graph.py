@@ -76,12 +76,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_call, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.passes import guarded_unit, same_guard
-from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.scopes import LOOPS, Scope, enclosing_block, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls
 from fixer.analysis.wrapped_backward import backward_wrapper_argument, merged_calls
 from fixer.analysis.shared_graph import (
@@ -320,7 +320,7 @@ def _mergeable_chain(ctx: FileContext, scope: Scope, first: BackwardCall, later:
         return []
     chain = [first]
     unit = _unit(ctx, first)
-    block = _block_of(ctx, unit)
+    block = enclosing_block(ctx, unit)
     for other in later:
         stmt = _unit(ctx, other)
         if block is None or not any(s is stmt for s in block) or not _plain(other) or not same_guard(unit, stmt):
@@ -451,13 +451,6 @@ def _delete_line(ctx: FileContext, stmt: ast.stmt) -> Edit:
     return Edit(start, end, text)
 
 
-def _block_of(ctx: FileContext, stmt: ast.stmt) -> Optional[list[ast.stmt]]:
-    parent = ctx.parent(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        items = getattr(parent, field, None) or []
-        if any(s is stmt for s in items):
-            return items
-    return None
 
 
 def _statements_between(block: list[ast.stmt], first: ast.stmt, second: ast.stmt) -> list[ast.stmt]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from fixer.analysis.scopes import enclosing_block
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -22,7 +23,7 @@ def runs_before_once(ctx: FileContext, stmt: ast.Assign, loop: ast.AST) -> bool:
     holder = _holder(ctx, stmt, loop)
     if holder is None or holder is stmt or holder is loop or any(p is holder for p in ctx.ancestors(loop)):
         return False
-    block = _block(ctx, holder)
+    block = enclosing_block(ctx, holder) or []
     ids = [id(s) for s in block]
     region = [holder] + block[ids.index(id(holder)) + 1 :]
     read = {n.id for n in walk(stmt.value) if isinstance(n, ast.Name)}
@@ -47,18 +48,9 @@ def _holder(ctx: FileContext, stmt: ast.stmt, loop: ast.AST):
         parent = ctx.parent(node)
         if parent is None:
             return None
-        if id(parent) in loop_parents and any(s is node for s in _block(ctx, node)):
-            siblings = _block(ctx, node)
+        siblings = enclosing_block(ctx, node) if id(parent) in loop_parents else None
+        if siblings:
             if any(s is loop or any(p is s for p in ctx.ancestors(loop)) for s in siblings):
                 return node
         node = parent if isinstance(parent, ast.stmt) else None
     return None
-
-
-def _block(ctx: FileContext, stmt: ast.AST) -> list[ast.stmt]:
-    parent = ctx.parent(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        items = getattr(parent, field, None) or []
-        if any(s is stmt for s in items):
-            return items
-    return []

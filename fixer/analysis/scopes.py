@@ -205,3 +205,13 @@ def under_no_grad(ctx: FileContext, node: ast.AST) -> bool:
         elif isinstance(parent, (ast.ClassDef, ast.Lambda)):
             return False
     return False
+
+
+def enclosing_block(ctx: FileContext, stmt: ast.AST) -> Optional[list[ast.stmt]]:
+    """The statement list (body, else or finally) that holds ``stmt``; None: none holds it."""
+    parent = ctx.parent(stmt)
+    for field_name in ("body", "orelse", "finalbody"):
+        items = getattr(parent, field_name, None) or []
+        if any(s is stmt for s in items):
+            return items
+    return None

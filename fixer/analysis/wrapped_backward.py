@@ -26,7 +26,7 @@ from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import Scope, enclosing_block
 from fixer.analysis.statement_moves import is_docstring
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -41,7 +41,7 @@ def merged_calls(ctx: FileContext, scope: Scope, first: BackwardCall, second: Ba
     stmts = [ctx.statement_of(c.node) for c in (first, second)]
     if not all(isinstance(s, ast.Expr) and ctx.is_own_line(s) for s in stmts) or stmts[0] is stmts[1]:
         return None
-    block = _block(ctx, stmts[0])
+    block = enclosing_block(ctx, stmts[0])
     if block is None or not any(s is stmts[1] for s in block):
         return None
     callee = called_function(ctx, scope, first.node.func)
@@ -174,12 +174,6 @@ def _same_values(ctx: FileContext, scope: Scope, node: ast.AST, at: ast.AST) -> 
 
 def _after(node: ast.AST, at: ast.AST) -> bool:
     return (node.lineno, node.col_offset) > (at.lineno, at.col_offset)
-
-
-def _block(ctx: FileContext, stmt: ast.stmt) -> Optional[list[ast.stmt]]:
-    parent = ctx.parent(stmt)
-    blocks = [getattr(parent, field, None) or [] for field in ("body", "orelse", "finalbody")]
-    return next((items for items in blocks if any(s is stmt for s in items)), None)
 
 
 def backward_wrapper_argument(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.Name]:
