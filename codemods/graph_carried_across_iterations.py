@@ -98,6 +98,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.analysis.project import called_function
 from fixer.context import FileContext
+from fixer.edits.values import detached_text
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -257,13 +258,8 @@ def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[s
 
 
 def _cut_line(value: CarriedValue) -> Optional[str]:
-    name = value.name
-    if value.shape == "tensor" or _is_number(value.initial):
-        return f"{name} = {name}.detach()"
-    if value.shape == "tuple":
-        item = "t" if name == "h" else "h"
-        return f"{name} = tuple({item}.detach() for {item} in {name})"
-    return None
+    cut = detached_text(value.name, "tensor" if _is_number(value.initial) else value.shape)
+    return f"{value.name} = {cut}" if cut else None
 
 
 def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:

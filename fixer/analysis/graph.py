@@ -178,7 +178,7 @@ class GraphFacts:
             self._query_kinds = {}
         seen = _seen if _seen is not None else set()
         at = at or expr
-        if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.Dict, ast.DictComp, ast.SetComp, ast.Set)):
+        if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.SetComp, ast.Set)):
             return Kind.NONE
         held = held_name(self.ctx, self.scope, expr) if isinstance(expr, (ast.Subscript, ast.Attribute)) else None
         if held is not None:  # out["loss"] after out = {"loss": loss}: the value of loss
@@ -200,11 +200,13 @@ class GraphFacts:
             return _max([self.kind(expr.body, at, seen), self.kind(expr.orelse, at, seen)])
         if isinstance(expr, (ast.Tuple, ast.List)):
             return _max(self.kind(e, at, seen) for e in expr.elts)
+        if isinstance(expr, ast.Dict):  # a container holds what its values hold
+            return _max(self.kind(v, at, seen) for v in expr.values)
         if isinstance(expr, ast.Starred):
             return self.kind(expr.value, at, seen)
         if isinstance(expr, ast.NamedExpr):
             return self.kind(expr.value, at, seen)
-        if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
             return self._comprehension(expr, at, seen)
         return Kind.NONE
 
@@ -213,7 +215,7 @@ class GraphFacts:
         bound = {n.id: g.iter for g in expr.generators for n in walk(g.target) if isinstance(n, ast.Name)}
         self._bound.append(bound)
         try:
-            return self.kind(expr.elt, at, seen)
+            return self.kind(expr.value if isinstance(expr, ast.DictComp) else expr.elt, at, seen)
         finally:
             self._bound.pop()
 

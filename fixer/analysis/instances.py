@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.field_methods import constructed_class
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.analysis.shared_graph import flowing_nodes
@@ -20,11 +21,7 @@ from fixer.nodes import walk
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft"})
 
 
-def instance_class(ctx: FileContext, value: Optional[ast.expr]) -> Optional[ast.ClassDef]:
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
-        return None
-    found = [c for c in statement_index(ctx).classes if c.name == value.func.id and ctx.parent(c) is ctx.tree]
-    return found[0] if len(found) == 1 else None
+instance_class = constructed_class
 
 
 def keeps_argument(ctx: FileContext, cls: ast.ClassDef, method: str) -> Optional[bool]:

@@ -16,7 +16,8 @@ import re
 from typing import Iterator, Optional
 
 from fixer import depends
-from fixer.analysis.names import dotted
+from fixer.analysis.field_methods import constructed_class, field_method
+from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import parse
@@ -52,6 +53,8 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             instance_of = instance_of or [_instance_of(ctx, scope, head)]
             if candidate.class_node is instance_of[0]:
                 return candidate
+    if head == scope.self_name and attr.count(".") == 1:
+        return field_method(ctx, scope, *attr.split("."))  # self.core.step(...): Core.step
     if not imported:
         return None
     if attr and "." not in attr and head != scope.self_name:
@@ -72,10 +75,8 @@ def _imported_method(ctx: FileContext, scope: Scope, name: str, method: str) -> 
 def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
     """The class of this file that ``name`` holds an instance of: every binding of it in the scope
     (or, when the scope binds it nowhere, in the module) is ``Cls(...)`` of one module-level class."""
-    from fixer.analysis.instances import instance_class  # instances reads the graph facts
-
     def compute() -> Optional[ast.ClassDef]:
-        classes = {id(c): c for c in (instance_class(ctx, v) for v in _bound_values(ctx, scope, name) or [None])}
+        classes = {id(c): c for c in (constructed_class(ctx, v) for v in _bound_values(ctx, scope, name) or [None])}
         return next(iter(classes.values())) if len(classes) == 1 else None
 
     return ctx.memo(("instance_of", id(scope.node), name), compute)
@@ -84,8 +85,6 @@ def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.Clas
 def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
     """The class of another project file that ``name`` holds an instance of: every binding of it
     (as ``_instance_of`` finds them) is ``Cls(...)`` of one imported class."""
-    from fixer.analysis.names import qualified
-
     if name not in names_constructing_imported(ctx):
         return None  # cheap: no assignment of the file gives the name an imported class's instance
 
@@ -115,8 +114,6 @@ def constructed_imports(ctx: FileContext) -> frozenset[str]:
 
 
 def _imported_constructions(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
-    from fixer.analysis.names import last_name
-
     def compute() -> tuple[frozenset[str], frozenset[str]]:
         imported = {(a.asname or a.name).partition(".")[0] for i in statement_index(ctx).imports for a in i.names}
         names: set[str] = set()

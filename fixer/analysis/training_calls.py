@@ -17,7 +17,7 @@ import re
 from typing import Callable, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, imported_training_methods, optimizer_calls, training_functions
-from fixer.analysis.carried_flow import Feeding, always_runs, end_position, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_position, position, statement_effect
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
@@ -191,7 +191,9 @@ def _flows_unchanged(ctx: FileContext, callee: Scope, nodes: list[ast.AST], name
     detaching method on it, or a rebinding of it to a value with no graph computed from it
     (``state = tuple(h.detach() for h in state)``, ``h = repackage_hidden(h)``)."""
     loads = sorted((n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)), key=position)
-    stores = [ctx.statement_of(n) for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    defaults = [g for n in loads if (g := _default_test(ctx, n)) is not None]
+    loads = [n for n in loads if not any(g.test.left is n for g in defaults)]
+    stores = [ctx.statement_of(n) for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) and not _when_none(ctx, n, defaults)]
     if not loads or any(end_position(s) <= position(loads[0]) for s in stores) or not feeding.reaches(loads[0]):
         return False
     graph = facts(ctx, callee)
@@ -205,6 +207,26 @@ def _flows_unchanged(ctx: FileContext, callee: Scope, nodes: list[ast.AST], name
             if graph.kind(value, stmt) == Kind.NONE:
                 return False  # the parameter is rebound to what it computes without a graph: a cut
     return True
+
+
+def _default_test(ctx: FileContext, load: ast.Name) -> Optional[ast.If]:
+    """``if state is None: state = ...``: the ``if`` whose test reads ``load`` only to fill in a
+    default (its body rebinds the name). The test is no use of the value: a given value flows on
+    unchanged, and the body runs only when the caller passed None, which carries no graph."""
+    test = ctx.parent(load)
+    guard = ctx.parent(test)
+    if not (isinstance(test, ast.Compare) and test.left is load and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
+        return None
+    if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return None
+    if not (isinstance(guard, ast.If) and guard.test is test):
+        return None
+    stores = [n for s in guard.body for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == load.id and isinstance(n.ctx, ast.Store)]
+    return guard if stores else None
+
+
+def _when_none(ctx: FileContext, store: ast.Name, defaults: list[ast.If]) -> bool:
+    return any(contains(s, store) for guard in defaults for s in guard.body)
 
 
 def _parameters(callee: Scope) -> list[str]:
