@@ -13,6 +13,7 @@ import enum
 import re
 from typing import Optional
 
+from fixer.analysis.arguments import bound_arguments
 from fixer.analysis.bindings import defined_functions, imported_names, module_names, module_parameter
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
@@ -20,7 +21,7 @@ from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.placed import Placed, start
 from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scope_of, scopes, under_no_grad  # noqa: F401 (scope_of re-exported)
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -77,9 +78,10 @@ def _max(kinds) -> Kind:
 class GraphFacts:
     """Graph-carrying facts for one scope."""
 
-    def __init__(self, ctx: FileContext, scope: Scope):
+    def __init__(self, ctx: FileContext, scope: Scope, bound: Optional[dict[str, Kind]] = None):
         self.ctx = ctx
         self.scope = scope
+        self.bound = bound or {}  # parameters a caller's arguments give a graph (a call's summary)
         self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
         self.backwarded: set[str] = set()
         self._name_kinds: dict[tuple[str, int], Kind] = {}
@@ -252,7 +254,7 @@ class GraphFacts:
         if defs:
             result = _max(self.kind(value, stmt, seen) for stmt, value in defs)
         else:
-            result = Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE
+            result = self.bound.get(name, Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE)
         if result == Kind.UNKNOWN and name in self.backwarded:
             result = Kind.GRAPH
             self._duck_typed.add(key)  # known only by its `.backward()`: maybe not a tensor
@@ -298,7 +300,8 @@ class GraphFacts:
             return _promote(args)
         local = self._local_function(func)
         if local is not None:  # a visible function is judged by what it returns, never by its name
-            return self._returns(local, seen)
+            result = self._returns(local, seen)
+            return self._bound_returns(local, call, at, seen) if result == Kind.UNKNOWN else result
         if self.is_module(func):
             return Kind.GRAPH
         receiver = self.kind(func.value, at, seen) if isinstance(func, ast.Attribute) else Kind.NONE
@@ -330,6 +333,8 @@ class GraphFacts:
             return None
         callee = facts(scope.ctx or self.ctx, scope)
         kind = _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+        if kind == Kind.UNKNOWN and forward is None:
+            kind = self._bound_returns(scope, call, call, seen, index.value)
         return None if forward is not None and kind == Kind.UNKNOWN else kind  # unseen: a module output
 
     def _forward(self, func: ast.expr) -> Optional[Scope]:
@@ -348,6 +353,17 @@ class GraphFacts:
         result = _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
         seen.discard(key)  # a second call of the function in this question is no recursion
         return result
+
+    def _bound_returns(self, scope: Scope, call: ast.Call, at: ast.AST, seen: set, index: Optional[int] = None) -> Kind:
+        """What the function returns (element ``index`` of its tuples) given this call's arguments: a
+        parameter the call gives a graph or a leaf that requires grad carries it (``loss_fn(model(x),
+        y)``); the others stay unknown. Only GRAPH is concluded, never less than unknown."""
+        bound = {p: k for p, arg in bound_arguments(scope, call) if (k := self.kind(arg, at, seen)) >= Kind.LEAF}
+        own = scope.ctx or self.ctx
+        callee = own.memo(("bound_facts", id(scope.node), *sorted(bound.items())), lambda: GraphFacts(own, scope, bound)) if bound else None
+        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None] if callee else []
+        values = [v if index is None else v.elts[index] for v in values]
+        return Kind.GRAPH if any(callee.kind(v, v, seen) == Kind.GRAPH for v in values) else Kind.UNKNOWN
 
     def is_module(self, func: ast.expr) -> bool:
         """True if calling ``func`` runs an ``nn.Module`` forward pass."""
@@ -381,12 +397,3 @@ def _requires_grad_true(call: ast.Call) -> bool:
 
 def facts(ctx: FileContext, scope: Scope) -> GraphFacts:
     return ctx.memo(("graph_facts", id(scope.node)), lambda: GraphFacts(ctx, scope))
-
-
-def scope_of(ctx: FileContext, node: ast.AST) -> Scope:
-    """The innermost function (or the module) that contains ``node``."""
-    by_node = {id(s.node): s for s in scopes(ctx)}
-    for parent in ctx.ancestors(node):
-        if id(parent) in by_node:
-            return by_node[id(parent)]
-    return by_node[id(ctx.tree)]

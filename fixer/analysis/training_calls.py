@@ -16,6 +16,7 @@ import ast
 import re
 from typing import Callable, Optional
 
+from fixer.analysis.arguments import bound_arguments, parameters
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, imported_training_methods, optimizer_calls, training_functions
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_position, position, statement_effect
 from fixer.analysis.flow import flowing_nodes
@@ -85,7 +86,7 @@ def training_call(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[Ba
     guard = periodic_parameter(callee)
     if guard is not None and not _counts_passes(ctx, scope, call, callee, guard):
         return None  # ``if step % 2 == 0: loss.backward()`` given something else than the loop's counter
-    arguments = [a for a in _bound_arguments(callee, call) if a[0] in fed]
+    arguments = [a for a in bound_arguments(callee, call) if a[0] in fed]
     # no position of its own: containment in it is decided by its elements, not by the call's span
     target = ast.Tuple(elts=[value for _, value in arguments], ctx=ast.Load())
     return BackwardCall(call, target, "call")
@@ -123,7 +124,7 @@ def _parameter_guard(ctx: FileContext, callee: Scope, call: BackwardCall) -> Opt
     guard = next((a for a in ctx.ancestors(call.node) if isinstance(a, ast.If)), None)
     if guard is None or guard.orelse or not any(guard is s for s in callee.node.body) or not always_runs(ctx, call.node, guard):
         return None
-    params = set(_parameters(callee))
+    params = set(parameters(callee))
     bound = {n.id for n in scope_nodes(callee) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     names = {n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name)}
     periodic = [
@@ -139,7 +140,7 @@ def _counts_passes(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope
     """The call gives the guard's parameter the counter of the loop around it (``for step in
     range(n)``, ``for step, batch in enumerate(loader)``), which runs more than k passes."""
     param, k = guard
-    argument = dict(_bound_arguments(callee, call)).get(param)
+    argument = dict(bound_arguments(callee, call)).get(param)
     loops = enclosing_loops(ctx, ctx.statement_of(call), scope)
     if not isinstance(argument, ast.Name) or not loops or not isinstance(loops[0], (ast.For, ast.AsyncFor)):
         return False
@@ -174,7 +175,7 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     nodes = [n for n in scope_nodes(callee) if hasattr(n, "lineno") and position(n) <= end_position(stmt)]
     flowing = Feeding(ctx, callee.node.body, backward.target, stmt, names=_graph_names(ctx)).live
     fed = set()
-    for name in _parameters(callee):
+    for name in parameters(callee):
         if name in feeding.live and name in flowing and _flows_unchanged(ctx, callee, nodes, name, feeding):
             fed.add(name)
     return frozenset(fed)
@@ -227,22 +228,3 @@ def _default_test(ctx: FileContext, load: ast.Name) -> Optional[ast.If]:
 
 def _when_none(ctx: FileContext, store: ast.Name, defaults: list[ast.If]) -> bool:
     return any(contains(s, store) for guard in defaults for s in guard.body)
-
-
-def _parameters(callee: Scope) -> list[str]:
-    args = callee.node.args
-    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-    return names[1:] if callee.self_name else names
-
-
-def _bound_arguments(callee: Scope, call: ast.Call) -> list[tuple[str, ast.expr]]:
-    """(parameter, argument) for the call's plain positional and keyword arguments."""
-    params = _parameters(callee)
-    bound: list[tuple[str, ast.expr]] = []
-    for index, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break
-        if index < len(params):
-            bound.append((params[index], arg))
-    bound += [(k.arg, k.value) for k in call.keywords if k.arg in params]
-    return bound
