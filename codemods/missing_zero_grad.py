@@ -121,10 +121,11 @@ class MissingZeroGrad(Rule):
         loops = call_loops(ctx, scope)
         if loops is None or any(id(caller.node) in _optimizer_scope_ids(own) for own, caller, _ in loops):
             return  # a caller's loop that shows optimizer calls is checked, with this call, as a loop
-        for own, caller, loop in loops:
-            if any(e.kind == "zero_grad" for e in block_events(own, caller, pass_body(loop), through_calls=True)) or _mentions_other_reset(own, loop):
-                return
         step = steps[0]
+        for own, caller, loop in loops:  # a zero_grad of another optimizer (opt_E for opt_D) clears none of these
+            events = block_events(own, caller, pass_body(loop), through_calls=True)
+            if any(e.kind == "zero_grad" and zeroes_for(own, e.owner or "", step.owner) is not False for e in events) or _mentions_other_reset(own, loop):
+                return
         zero = f"{step.owner}.zero_grad()"
         where = "this file makes" if all(own is ctx for own, _, _ in loops) else "the project makes"
         message = (
