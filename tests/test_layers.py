@@ -16,7 +16,7 @@ LAZY_IMPORTS = {  # 71 in all on 2026-11-27
     "bindings.py": 3, "call_events.py": 5, "calls.py": 10, "carried_shape.py": 9, "class_model.py": 5,
     "graph.py": 1, "held_values.py": 2, "importers.py": 14, "init_graphs.py": 1,
     "module_cache.py": 1, "module_outputs.py": 5, "names.py": 1, "project.py": 3, "protocol.py": 5,
-    "retained.py": 1, "retained_callers.py": 2, "retained_walks.py": 2,
+    "retained_callers.py": 2, "retained_walks.py": 2,
 }
 # analysis modules that import the engine's fix types (edits belong to the rules' edit builders)
 ENGINE_IMPORTS: set[str] = set()  # (keyword_edit, remove_keyword moved to fixer/edits/keywords.py)
@@ -24,7 +24,7 @@ ENGINE_IMPORTS: set[str] = set()  # (keyword_edit, remove_keyword moved to fixer
 LONG_MODULES = {
     "codemods/loss_accumulated_with_graph.py": 511, "codemods/separate_backward_through_shared_graph.py": 470,
     "codemods/subgraph_built_before_loop.py": 462,
-    "fixer/analysis/project.py": 580, "fixer/analysis/retained.py": 433,
+    "fixer/analysis/project.py": 580,
 }
 
 
