@@ -80,7 +80,7 @@ def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts, depth: int 
 def _loss_helper_uses(ctx: FileContext, scope: Scope, call: ast.Call, stmt: ast.stmt, depth: int) -> list[Use]:
     """The helper's own uses whose callable and tensor are its parameters and whose result it
     returns, as uses of the caller's arguments at ``call``. A helper that backpropagates or steps
-    is a step function (``backward_events``), not a loss."""
+    is a step function (``gan_events.backward_events``), not a loss."""
     helper = called_function(ctx, scope, call.func)
     if helper is None or isinstance(helper.node, ast.Module) or helper.node is scope.node or helper.self_name:
         return []
