@@ -84,7 +84,7 @@ def resolved_callee(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[
     callee = called_function(ctx, scope, call.func)
     if callee is not None or not isinstance(call.func, ast.Attribute):
         return callee
-    from fixer.analysis.carried import object_class  # carried imports protocol's users
+    from fixer.analysis.object_fields import object_class  # (was carried's; could be top level now)
 
     owner = dotted(call.func.value)
     cls = object_class(ctx, owner) if owner and "." not in owner else None
