@@ -52,6 +52,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from fixer.analysis.early_steps import early_step_lines
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.protocol import (
     Event,
@@ -90,7 +91,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 continue
             step = _next_step(ctx, events, zero)
             backward = _previous_backward(events, zero, step)
-            if step is None or backward is None or not is_plain_step(step) or step.call.lineno in _steps_before_backward(ctx):
+            if step is None or backward is None or not is_plain_step(step) or step.call.lineno in early_step_lines(ctx):
                 continue  # step(closure) runs its own backward; GF202: the step comes before its own backward
             objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
             between = block[backward.index + 1 : step.index]
@@ -204,13 +205,6 @@ def _accumulation_guard(guard: ast.stmt, step: ast.Call) -> bool:
 
 def _keyword_other_than_set_to_none(call: ast.Call) -> bool:
     return any(k.arg != "set_to_none" for k in call.keywords)
-
-
-def _steps_before_backward(ctx: FileContext) -> set[int]:
-    """Lines of the steps GF202 reports: there the real cause is the step's position."""
-    from codemods.step_before_backward import StepBeforeBackward
-
-    return ctx.memo("gf202_lines", lambda: {d.line for d in StepBeforeBackward().check(ctx)})
 
 
 def _next_step(ctx: FileContext, events: list[Event], zero: Event) -> Optional[Event]:
