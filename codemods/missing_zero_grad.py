@@ -199,5 +199,3 @@ def _step_function_top(ctx: FileContext, scope: Scope, step: Event) -> Optional[
     body = callee.node.body
     first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
     return (first, f"{inner.owner}.zero_grad()") if first.lineno > callee.node.lineno else None
-
-

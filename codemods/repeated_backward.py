@@ -182,5 +182,3 @@ class RepeatedBackward(Rule):
         return self.diagnostic(
             ctx, later.node, f"`{name}` {why}", edits, Applicability.UNSAFE, title=f"Delete the extra `{name}` backward"
         )
-
-
