@@ -48,8 +48,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls
-from fixer.analysis.gan_steps import FREEING_KINDS, Use, discriminator_generator_pairs, optimizer_steps
+from fixer.analysis.calls import BackwardCall, OptimizerCall
+from fixer.analysis.gan_steps import Use, discriminator_generator_pairs, gan_backwards
 from fixer.analysis.regenerated_fakes import undetached_uses, zeroed_between
 from fixer.analysis.scopes import Scope, scopes
 from fixer.context import FileContext
@@ -65,12 +65,10 @@ class DiscriminatorBackwardIntoGenerator(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         reported: set[int] = set()
         for scope in scopes(ctx):
-            calls = [c for c in backward_calls(ctx, scope) if c.kind in FREEING_KINDS]
-            if len(calls) < 2:
+            gan = gan_backwards(ctx, scope)
+            if gan is None:
                 continue
-            steps = optimizer_steps(ctx, scope)
-            if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
-                continue
+            calls, steps = gan
             for first, second in discriminator_generator_pairs(ctx, scope, calls):
                 found = undetached_uses(ctx, scope, first, second, steps)
                 if found and not any(id(u.arg) in reported for u in found[0]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, NamedTuple, Optional, Sequence
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall
 from fixer.analysis.discriminator_uses import (
     discriminator_steps_after_generator,
     discriminator_uses,
@@ -17,8 +17,7 @@ from fixer.analysis.discriminator_uses import (
     reused_discriminator_outputs,
 )
 from fixer.analysis.gan_events import may_step_in_helpers
-from fixer.analysis.gan_steps import FREEING_KINDS, Use, discriminator_generator_pairs
-from fixer.analysis.gan_steps import optimizer_steps as _steps
+from fixer.analysis.gan_steps import Use, discriminator_generator_pairs, gan_backwards
 from fixer.analysis.scopes import Scope, scopes
 from fixer.context import FileContext
 
@@ -51,12 +50,10 @@ def undetached_fakes(ctx: FileContext) -> Iterator[UndetachedFake]:
             if id(use.arg) not in reported:
                 reported.add(id(use.arg))
                 yield UndetachedFake(IN_HELPER, scope, [use.arg], use)
-        calls = [c for c in backward_calls(ctx, scope) if c.kind in FREEING_KINDS]
-        if len(calls) < 2:
+        found = gan_backwards(ctx, scope)
+        if found is None:
             continue
-        steps = _steps(ctx, scope)
-        if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
-            continue
+        calls, steps = found
         for first, second in discriminator_generator_pairs(ctx, scope, calls):
             for use in discriminator_uses(ctx, scope, first, second, steps):
                 if id(use.arg) not in reported:
