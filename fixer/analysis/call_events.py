@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names
+from fixer.analysis.carried import object_class
+from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_attribute
+from fixer.analysis.instances import instance_class
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import called_function, imported_definition_matches
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
 MAX_DEPTH = 2
@@ -84,19 +87,14 @@ def resolved_callee(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[
     callee = called_function(ctx, scope, call.func)
     if callee is not None or not isinstance(call.func, ast.Attribute):
         return callee
-    from fixer.analysis.carried import object_class  # carried imports protocol's users
 
     owner = dotted(call.func.value)
     cls = object_class(ctx, owner) if owner and "." not in owner else None
     if cls is None and owner and "." not in owner:  # trainer = Trainer(...) in this scope, the one binding reaching the call
-        from fixer.analysis.graph import facts
-        from fixer.analysis.instances import instance_class
-
         defs = facts(ctx, scope).reaching(owner, call)
         cls = instance_class(ctx, defs[0][1]) if len(defs) == 1 else None
     if cls is None:
         return None
-    from fixer.analysis.scopes import scopes
 
     methods = [s for s in scopes(ctx) if s.class_node is cls and getattr(s.node, "name", None) == call.func.attr]
     return methods[0] if len(methods) == 1 else None

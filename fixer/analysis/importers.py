@@ -16,9 +16,10 @@ import re
 from typing import Iterator, NamedTuple, Optional
 
 from fixer import depends
-from fixer.analysis.names import dotted
-from fixer.analysis.project import _load, _read, bound_of, imported_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.class_model import class_methods, constructions, constructor_field
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project import _load, _read, bound_of, imported_class, imported_function, imported_instance_of
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
@@ -55,8 +56,6 @@ def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
 
 
 def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iterator[ImportedCall]:
-    from fixer.analysis.project import imported_instance_of
-
     here = os.path.abspath(ctx.path)
     calling = set(_paths_naming(here, method))  # only files whose text names the method can call it
     constructing = re.compile(rb"=\s*(?:\w+\.)*%s\s*\(" % re.escape(cls.name.encode()))  # and assigns an instance
@@ -190,7 +189,6 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     and in the files importing it: (file, scope, call). None when some use of the class is not
     such a construction (passed on, subclassed, stored on an object): then what its instances
     are given is unknown."""
-    from fixer.analysis.class_model import constructions
     from fixer.analysis.graph import scope_of
     from fixer.analysis.retained_callers import word_counts
 
@@ -221,10 +219,6 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
 def _instances_in(other: FileContext, here: str, name: str) -> set[str]:
     """Names ``other`` assigns ``Cls(...)`` of the class ``name`` of module ``here`` (from its
     assignments alone)."""
-    from fixer.analysis.names import qualified
-    from fixer.analysis.project import imported_class
-    from fixer.analysis.scopes import statement_index
-
     found = set()
     for assign in statement_index(other).assigns:
         value = assign.value
@@ -242,8 +236,6 @@ def _is_class(known: Optional[tuple[FileContext, ast.ClassDef]], here: str, name
 def _imports_name(other: FileContext, name: str) -> bool:
     """``other`` may refer to ``name`` through an import: ``from m import name [as x]``, or
     ``m.name`` after importing a module (a cheap test before walking it)."""
-    from fixer.analysis.scopes import statement_index
-
     imports = statement_index(other).imports
     return any(isinstance(i, ast.ImportFrom) and any(a.name == name for a in i.names) for i in imports) or f".{name}" in other.source
 
@@ -251,10 +243,6 @@ def _imports_name(other: FileContext, name: str) -> bool:
 def _class_uses(other: FileContext, here: str, name: str) -> list[ast.expr]:
     """The expressions of ``other`` that name the class ``name`` of module ``here`` (its imports
     excluded)."""
-    from fixer.analysis.names import qualified
-    from fixer.analysis.project import imported_class
-    from fixer.analysis.scopes import statement_index
-
     def compute() -> list[ast.expr]:
         imports = statement_index(other).imports
         local = {a.asname or a.name for i in imports if isinstance(i, ast.ImportFrom) for a in i.names if a.name == name}
@@ -275,7 +263,6 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
     """What each construction of ``cls`` in the project gives for the field ``self.attr`` the
     object keeps for life (``self.model = model`` in ``__init__``, never rebound): (file, scope,
     argument); None when a construction is unknown or passes it through ``*``/``**``."""
-    from fixer.analysis.class_model import class_methods, constructor_field
     from fixer.analysis.retained_callers import argument_of, parameter_position
 
     param = constructor_field(ctx, cls, attr)

@@ -18,10 +18,12 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-from fixer.analysis.bindings import module_classes
+from fixer.analysis.bindings import module_classes, module_parameter
 from fixer.analysis.class_model import held_for_life
+from fixer.analysis.importers import construction_arguments, project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project import imported_class
+from fixer.analysis.retained_callers import argument_of, parameter_position
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index, under_no_grad
 from fixer.context import FileContext
 
@@ -40,8 +42,6 @@ def outputs_share(ctx: FileContext, func: ast.expr, depth: int = 0, scope: Optio
     saving graph; None when what ``func`` runs is unknown. A parameter of ``scope`` that the
     project's every call gives a module is judged by those modules (all agreeing)."""
     if scope is not None and isinstance(func, ast.Name) and depth < MAX_DEPTH:
-        from fixer.analysis.bindings import module_parameter
-
         if module_parameter(ctx, scope, func.id):
             return _parameter_shares(ctx, scope, func.id, depth)
     known = _class_shares(ctx, _resolve(ctx, dotted(func)), depth)
@@ -67,8 +67,6 @@ def _class_shares(ctx: FileContext, resolved: Optional[str], depth: int) -> Opti
 def _field_shares(ctx: FileContext, scope: Scope, func: ast.expr, depth: int) -> Optional[bool]:
     """``self.net(x)`` in a method, the module kept for life as given to each construction of
     the class in the project (``Trainer(net)`` in the script importing it)."""
-    from fixer.analysis.importers import construction_arguments
-
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == scope.self_name):
         return None
     given = construction_arguments(ctx, scope.class_node, func.attr)
@@ -88,9 +86,6 @@ def _agreed(arguments, depth: int) -> Optional[bool]:
 
 def _parameter_shares(ctx: FileContext, scope: Scope, name: str, depth: int) -> Optional[bool]:
     """Every call's argument for the parameter ``name``, judged in its caller's file."""
-    from fixer.analysis.importers import project_call_sites
-    from fixer.analysis.retained_callers import argument_of, parameter_position
-
     position = parameter_position(scope, name)
     return _agreed(((own, caller, argument_of(call, name, position)) for own, caller, call in project_call_sites(ctx, scope)), depth)
 

@@ -16,7 +16,7 @@ import re
 from typing import Iterator, Optional
 
 from fixer import depends
-from fixer.analysis.names import dotted
+from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import parse
@@ -84,8 +84,6 @@ def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.Clas
 def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
     """The class of another project file that ``name`` holds an instance of: every binding of it
     (as ``_instance_of`` finds them) is ``Cls(...)`` of one imported class."""
-    from fixer.analysis.names import qualified
-
     if name not in names_constructing_imported(ctx):
         return None  # cheap: no assignment of the file gives the name an imported class's instance
 
@@ -115,8 +113,6 @@ def constructed_imports(ctx: FileContext) -> frozenset[str]:
 
 
 def _imported_constructions(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
-    from fixer.analysis.names import last_name
-
     def compute() -> tuple[frozenset[str], frozenset[str]]:
         imported = {(a.asname or a.name).partition(".")[0] for i in statement_index(ctx).imports for a in i.names}
         names: set[str] = set()

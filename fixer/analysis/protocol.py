@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fixer.analysis.call_events import call_events
-from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
+from fixer.analysis.calls import OPTIMIZER_TEXT, backward_calls, is_scaler, optimizer_calls
 from fixer.analysis.class_model import held_for_life
+from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter, loop_of_pass
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.retained_callers import call_sites
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -124,9 +126,6 @@ def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
 
 def optimizer_scopes(ctx: FileContext) -> list[Scope]:
     """Scopes whose text mentions ``zero_grad`` or ``.step``: the only ones the 2xx rules look into."""
-    from fixer.analysis.calls import OPTIMIZER_TEXT
-    from fixer.analysis.scopes import scopes
-
     return [scope for scope in scopes(ctx) if ctx.mentions(scope.node, OPTIMIZER_TEXT)]
 
 
@@ -153,10 +152,6 @@ def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[FileContex
     and for a module-level function in the files that import it) is a call inside a loop (``for
     batch in loader: train_step(batch)``), its body is one pass of those loops: (the caller's
     file, caller, innermost loop) per call. None when some use is not such a call, or there is none."""
-    from fixer.analysis.importers import importer_calls
-    from fixer.analysis.retained_callers import call_sites
-    from fixer.analysis.scopes import enclosing_loops
-
     node = scope.node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
         return None

@@ -15,7 +15,9 @@ import re
 from typing import Iterator, Optional
 
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.importers import importer_calls, project_call_sites
 from fixer.analysis.names import value_names
+from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
@@ -39,7 +41,6 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
     node = scope.node
     if isinstance(node, ast.Module):
         return None
-    from fixer.analysis.importers import importer_calls, project_call_sites
 
     if not _mentioned_outside(ctx, node) and not importer_calls(ctx, scope):
         return None  # not mentioned outside its own definition, nor called by a file importing it
@@ -106,8 +107,6 @@ def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[l
     """The kinds of the positional arguments a call passes, ``*`` spreads included when the file
     shows their elements (``f(*(a, b))``, ``f(*sample(6))`` of a function of this file whose every
     return is a tuple of one length); None otherwise."""
-    from fixer.analysis.project import called_function
-
     graph = facts(ctx, caller)
     kinds: list[Kind] = []
     for arg in call.args:

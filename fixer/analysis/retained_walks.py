@@ -14,6 +14,8 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.class_model import class_methods
+from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
 from fixer.analysis.retained_callers import call_sites
@@ -252,9 +254,6 @@ def _field_for_numbers(ctx: FileContext, scope: Scope, stmt: ast.stmt, target: a
                 and isinstance(n.value, ast.Name) and n.value.id == method.self_name]
 
     def compute() -> bool:
-        from fixer.analysis.class_model import class_methods
-        from fixer.analysis.importers import project_constructions
-
         sites, methods = project_constructions(ctx, cls), class_methods(ctx, cls).values()
         if not sites or any(reads(m) for m in methods if m.node is not scope.node) or any(_hands_itself(ctx, m) for m in methods):
             return False
