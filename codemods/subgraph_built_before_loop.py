@@ -92,8 +92,9 @@ from fixer.analysis.graph_reuse import (
 from fixer.analysis.names import qualified
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, walk_local
 from fixer.analysis.init_graphs import given_graphs, init_graphs
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.shared_graph import saves_tensors
 from fixer.edits.keywords import keyword_edit, remove_keyword
 from fixer.analysis.training_calls import steps_optimizer, training_calls

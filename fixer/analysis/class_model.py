@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 

@@ -18,9 +18,10 @@ from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backw
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import Placed, start
 from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 

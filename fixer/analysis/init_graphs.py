@@ -20,8 +20,9 @@ from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
 from fixer.analysis.names import dotted
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import call_loops
-from fixer.analysis.scopes import LOOPS, NESTED, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import LOOPS, NESTED, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 

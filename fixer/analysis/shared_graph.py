@@ -25,8 +25,9 @@ from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_fun
 from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
+from fixer.analysis.scopes import LOOPS, Scope
 from fixer.context import FileContext
 from fixer.nodes import walk
 
