@@ -96,7 +96,7 @@ from fixer.analysis.graph import Kind, facts, scope_of
 from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule

@@ -80,7 +80,7 @@ from fixer.analysis.kept_elements import KeptElements, kept_elements
 from fixer.analysis.meters import container, is_meter
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.carried_flow import position
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.retained_walks import returned_only_for_numbers
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.importers import project_call_sites

@@ -64,7 +64,8 @@ from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function, imported_step_names
+from fixer.analysis.callees import called_function
+from fixer.analysis.imported_definitions import imported_step_names
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import (
     backwarded_again_after_loop,

@@ -91,7 +91,7 @@ from fixer.analysis.graph_reuse import (
 )
 from fixer.analysis.names import qualified
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, walk_local
 from fixer.analysis.init_graphs import given_graphs, init_graphs
 from fixer.analysis.no_grad import under_no_grad

@@ -20,9 +20,9 @@ from fixer.analysis.bindings import imported_names
 from fixer.analysis.carried import object_class
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_attribute
-from fixer.analysis.instances import instance_class
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import called_function, imported_definition_matches
+from fixer.analysis.callees import called_function, instance_class
+from fixer.analysis.imported_definitions import imported_definition_matches
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 

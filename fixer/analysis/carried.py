@@ -28,7 +28,7 @@ from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitio
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
 from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.project import imported_class
+from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.analysis.importers import project_call_sites

@@ -25,7 +25,7 @@ from typing import Optional
 
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.retained_callers import parameter_position
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext

@@ -24,7 +24,7 @@ from fixer.analysis.graph_reuse import flows_straight, frees_graph, innermost_lo
 from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, same_pass_later
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext

@@ -4,7 +4,7 @@ callers of ``calc_gradient_penalty`` in ``train.py`` when ``helpers.py`` defines
 A function's callers sit beside its module or above it: the files of its folder, and when that
 folder is a package, of each package folder above and of the folder holding the top package (its
 scripts). Only files whose text names the function and imports something are parsed, and a call
-counts only when the caller's own imports resolve it to this very function (``project``). Each
+counts only when the caller's own imports resolve it to this very function (``imported_definitions``). Each
 file read and each folder's set of Python files are recorded for the result cache (a new caller
 changes the answer)."""
 
@@ -18,7 +18,9 @@ from typing import Iterator, NamedTuple, Optional
 from fixer import depends
 from fixer.analysis.class_model import class_methods, constructions, constructor_field
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import _load, _read, bound_of, imported_class, imported_function, imported_instance_of
+from fixer.analysis.callees import imported_instance_of
+from fixer.analysis.imported_definitions import imported_class, imported_function
+from fixer.analysis.project_files import bound_of, load_file, read_file
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
@@ -59,12 +61,12 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
     here = os.path.abspath(ctx.path)
     calling = set(_paths_naming(here, method))  # only files whose text names the method can call it
     constructing = re.compile(rb"=\s*(?:\w+\.)*%s\s*\(" % re.escape(cls.name.encode()))  # and assigns an instance
-    paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(_read(p))]
+    paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(read_file(p))]
     if len(paths) > MAX_CALLING_FILES:
         yield ImportedCall(ctx, scopes(ctx)[0], None)  # a class used across a library: its callers stay unknown
         return
     for path in paths:
-        other = _load(path)
+        other = load_file(path)
         if other is None or not _imports_name(other, cls.name):
             continue
         instances = _instances_in(other, here, cls.name)
@@ -89,12 +91,12 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
 
 def _calls_from(ctx: FileContext, here: str, name: str):
     stem = os.path.basename(os.path.dirname(here) if os.path.basename(here) == "__init__.py" else os.path.splitext(here)[0]).encode()
-    paths = [p for p in _paths_naming(here, name) if _names(_read(p), stem)]  # (an import of the module names it)
+    paths = [p for p in _paths_naming(here, name) if _names(read_file(p), stem)]  # (an import of the module names it)
     if len(paths) > MAX_CALLING_FILES:
         yield ImportedCall(ctx, scopes(ctx)[0], None)  # a function used across a library: its callers stay unknown
         return
     word = re.compile(r"\b%s\b" % re.escape(name))
-    for other in filter(None, map(_load, paths)):
+    for other in filter(None, map(load_file, paths)):
         for scope in scopes(other):
             if not other.mentions(scope.node, word):
                 continue
@@ -108,7 +110,7 @@ def _calls_from(ctx: FileContext, here: str, name: str):
 def _naming_files(here: str, name: str) -> Iterator[FileContext]:
     """The parsed neighbours of module ``here`` whose text imports something and names ``name``."""
     for path in _paths_naming(here, name):
-        other = _load(path)
+        other = load_file(path)
         if other is not None:
             yield other
 
@@ -122,7 +124,7 @@ def _paths_naming(here: str, name: str) -> tuple[str, ...]:
 def _folder_paths_naming(folder: str, name: str) -> tuple[str, ...]:
     """(Per process and folder: each neighbour is read once per name asked, not once per caller.)"""
     word = name.encode()
-    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := _read(p)) and _names(data, word))
+    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := read_file(p)) and _names(data, word))
 
 
 def _names(data: bytes, name: bytes) -> bool:

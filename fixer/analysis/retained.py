@@ -160,7 +160,7 @@ class GraphSources:
         given = [i for i, a in enumerate(call.args) if isinstance(a, (ast.Name, ast.Attribute)) and dotted(a) and self._is_module_path(dotted(a))]
         if not given:
             return False
-        from fixer.analysis.project import called_function
+        from fixer.analysis.callees import called_function
 
         callee = called_function(self.ctx, self.scope, call.func)
         if callee is None or isinstance(callee.node, ast.Module):

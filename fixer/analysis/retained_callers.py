@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import importer_calls, project_call_sites
 from fixer.analysis.names import value_names
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
