@@ -92,10 +92,10 @@ from fixer.analysis.carried import (
 )
 from fixer.analysis.carried_flow import Feeding, contains, inside, position
 from fixer.analysis.carried_shape import initial_value
-from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import scope_nodes, scope_of, scopes, statement_index
 from fixer.analysis.callees import called_function
 from fixer.context import FileContext
 from fixer.nodes import walk

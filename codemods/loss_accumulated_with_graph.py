@@ -85,7 +85,7 @@ from fixer.analysis.retained_walks import returned_only_for_numbers
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.importers import project_call_sites
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.retained_callers import argument_of, parameter_position
+from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, threaded_parameter
 from fixer.context import FileContext
 from fixer.nodes import walk

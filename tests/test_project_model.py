@@ -269,8 +269,8 @@ def test_parsed_project_files_stay_bounded_over_many_files(tmp_path, monkeypatch
     from fixer.analysis import project_files
     from fixer.runner import run
 
-    monkeypatch.setattr(project, "MAX_LOADED", 4)
-    monkeypatch.setattr(project, "_loaded", {})
+    monkeypatch.setattr(project_files, "MAX_LOADED", 4)
+    monkeypatch.setattr(project_files, "_loaded", {})
     for i in range(6):
         (tmp_path / str(i)).mkdir()
     trains = [str(_project(tmp_path / str(i), "from-module", MODEL)) for i in range(6)]

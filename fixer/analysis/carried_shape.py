@@ -14,7 +14,7 @@ from fixer.analysis.carried_flow import end_position, inside, position
 from fixer.analysis.graph import CREATION, GraphFacts, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.imported_definitions import imported_class
-from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
+from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 

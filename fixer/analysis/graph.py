@@ -22,7 +22,7 @@ from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import Placed
 from fixer.analysis.callees import called_function
-from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -316,12 +316,3 @@ def _requires_grad_true(call: ast.Call) -> bool:
 
 def facts(ctx: FileContext, scope: Scope) -> GraphFacts:
     return ctx.memo(("graph_facts", id(scope.node)), lambda: GraphFacts(ctx, scope))
-
-
-def scope_of(ctx: FileContext, node: ast.AST) -> Scope:
-    """The innermost function (or the module) that contains ``node``."""
-    by_node = {id(s.node): s for s in scopes(ctx)}
-    for parent in ctx.ancestors(node):
-        if id(parent) in by_node:
-            return by_node[id(parent)]
-    return by_node[id(ctx.tree)]

@@ -16,12 +16,13 @@ import re
 from typing import Iterator, NamedTuple, Optional
 
 from fixer import depends
+from fixer.analysis.call_sites import argument_of, call_sites, parameter_position, word_counts
 from fixer.analysis.class_model import class_methods, constructions, constructor_field
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.callees import imported_instance_of
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.project_files import bound_of, load_file, read_file
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
@@ -161,11 +162,9 @@ def _neighbours(here: str) -> tuple[str, ...]:
 
 
 def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileContext, Scope, Optional[ast.Call]]]:
-    """``retained_callers.call_sites`` with each caller's file (this one), then the calls of the
+    """``call_sites.call_sites`` with each caller's file (this one), then the calls of the
     importing files for a module-level function: (caller's file, caller, call or None for a use
     that is not a call)."""
-    from fixer.analysis.retained_callers import call_sites
-
     for caller, call in call_sites(ctx, scope):
         yield ctx, caller, call
     for imported in importer_calls(ctx, scope):
@@ -191,9 +190,6 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     and in the files importing it: (file, scope, call). None when some use of the class is not
     such a construction (passed on, subclassed, stored on an object): then what its instances
     are given is unknown."""
-    from fixer.analysis.graph import scope_of
-    from fixer.analysis.retained_callers import word_counts
-
     if ctx.parent(cls) is not ctx.tree:
         return None
 
@@ -265,8 +261,6 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
     """What each construction of ``cls`` in the project gives for the field ``self.attr`` the
     object keeps for life (``self.model = model`` in ``__init__``, never rebound): (file, scope,
     argument); None when a construction is unknown or passes it through ``*``/``**``."""
-    from fixer.analysis.retained_callers import argument_of, parameter_position
-
     param = constructor_field(ctx, cls, attr)
     sites = project_constructions(ctx, cls) if param is not None else None
     if not sites:

@@ -16,7 +16,7 @@ from fixer.analysis.class_model import held_for_life
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter, loop_of_pass
-from fixer.analysis.retained_callers import call_sites
+from fixer.analysis.call_sites import call_sites
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk

@@ -184,3 +184,12 @@ def enclosing_block(ctx: FileContext, stmt: ast.AST) -> Optional[list[ast.stmt]]
         if any(s is stmt for s in items):
             return items
     return None
+
+
+def scope_of(ctx: FileContext, node: ast.AST) -> Scope:
+    """The innermost function (or the module) that contains ``node``."""
+    by_node = {id(s.node): s for s in scopes(ctx)}
+    for parent in ctx.ancestors(node):
+        if id(parent) in by_node:
+            return by_node[id(parent)]
+    return by_node[id(ctx.tree)]
