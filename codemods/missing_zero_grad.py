@@ -59,15 +59,12 @@ from typing import Iterator, Optional
 
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
-from fixer.analysis.call_events import call_events, resolved_callee
+from fixer.analysis.call_events import Event, block_events, call_events, resolved_callee
 from fixer.analysis.passes import pass_body
 from fixer.analysis.recurring import runs_on_many_iterations
-from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
+from fixer.analysis.calls import backward_calls, is_optimizer_construction, is_scaler, optimizer_call, optimizer_calls
 from fixer.analysis.protocol import (
-    Event,
     call_loops,
-    block_events,
-    is_optimizer_construction,
     is_plain_step,
     optimizer_params,
     optimizer_scopes,

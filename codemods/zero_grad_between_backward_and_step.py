@@ -53,9 +53,8 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.call_events import Event, block_events
 from fixer.analysis.protocol import (
-    Event,
-    block_events,
     blocks,
     is_loop_body,
     is_plain_step,

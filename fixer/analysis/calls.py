@@ -90,6 +90,9 @@ def _names_no_value(ctx: FileContext, node: ast.expr) -> bool:
 
 BACKWARD_TEXT = re.compile(r"backward\s*\(|grad(?<!\wgrad)\s*\(")  # what backward_call can recognise
 OPTIMIZER_TEXT = re.compile(r"zero_grad|\.step\b")
+OPTIMIZER_CLASSES = re.compile(
+    r"^(SGD|ASGD|Adam|AdamW|Adamax|Adagrad|Adadelta|NAdam|RAdam|RMSprop|Rprop|LBFGS|SparseAdam|Lion|LAMB|Lamb|Adafactor)$"
+)
 
 
 def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
@@ -175,14 +178,21 @@ def _bound_scalers(ctx: FileContext) -> frozenset[str]:
     return ctx.memo("bound_scalers", compute)
 
 
+def is_optimizer_construction(ctx: FileContext, value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    name = qualified(ctx, value.func) or ""
+    return name.startswith("torch.optim.") and not name.startswith("torch.optim.lr_scheduler") or bool(
+        OPTIMIZER_CLASSES.match(last_name(value.func) or "")
+    )
+
+
 def _bound_optimizers(ctx: FileContext) -> frozenset[str]:
     """Names this file binds to an optimizer's construction, whatever the names are
     (``n3 = torch.optim.SGD(...)``), to another such name, to what a function of this file
     returns (``opt = self.optimizers()`` returning ``self._optimizer``), or a parameter that
     every call of its function in this file passes one (``train(net, opt)``); names alone say it
     only for the others."""
-    from fixer.analysis.protocol import is_optimizer_construction
-
     def compute() -> frozenset[str]:
         optimizers: set[str] = set()
         assigns = [(a, dotted(a.targets[0])) for a in statement_index(ctx).assigns if len(a.targets) == 1]
