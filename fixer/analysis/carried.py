@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
+from fixer.analysis.carried_shape import class_init_values, initial_value, returned_elements, shape_of
+from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitions, leaf_only
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
 from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts

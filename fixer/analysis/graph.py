@@ -18,6 +18,7 @@ from fixer.analysis.bindings import defined_functions, imported_names, module_na
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
+from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import Placed
@@ -268,8 +269,6 @@ class GraphFacts:
         return None if forward is not None and kind == Kind.UNKNOWN else kind  # unseen: a module output
 
     def _forward(self, func: ast.expr) -> Optional[Scope]:
-        from fixer.analysis.carried_shape import forward_scope
-
         return forward_scope(self.ctx, func) if self.is_module(func) else None
 
     def _returns(self, scope: Scope, seen: set) -> Kind:
