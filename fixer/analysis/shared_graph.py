@@ -119,7 +119,7 @@ class _Tracer:
         when its forward is known (one whole output, or outputs derived from one saving origin;
         else each element ``out[i]`` of ``a, b = model(x)`` is its own); a helper likewise."""
         if isinstance(value, ast.Call) and self.facts.is_module(value.func):
-            share = outputs_share(self.ctx, value.func, self.depth, self.scope)
+            share = outputs_share(self.ctx, value.func, _Tracer, self.depth, self.scope)
             if share is None:
                 return None  # a forward we cannot read: unknown, not shared
             if not share:
