@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fixer.analysis.bindings import defined_functions
+from fixer.analysis.callees import called_function, constructed_imports, names_constructing_imported
 from fixer.analysis.held_values import held_name
+from fixer.analysis.imported_definitions import imported_class, imported_definition_matches
 from fixer.analysis.instance_methods import instance_method
 from fixer.analysis.names import dotted, last_name, qualified, root_name, value_names
-from fixer.analysis.callees import called_function, constructed_imports, names_constructing_imported
-from fixer.analysis.imported_definitions import imported_class, imported_definition_matches
 from fixer.analysis.project_text import STEP_CALL
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import NOTHING, FileContext

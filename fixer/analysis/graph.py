@@ -15,6 +15,7 @@ from typing import Optional
 
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.bindings import defined_functions, imported_names, module_names, module_parameter
+from fixer.analysis.callees import called_function
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
@@ -22,7 +23,6 @@ from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import Placed
-from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk

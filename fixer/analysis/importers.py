@@ -17,10 +17,10 @@ from typing import Iterator, NamedTuple, Optional
 
 from fixer import depends
 from fixer.analysis.call_sites import argument_of, call_sites, parameter_position, word_counts
-from fixer.analysis.class_model import class_methods, constructions, constructor_field
-from fixer.analysis.names import dotted, qualified
 from fixer.analysis.callees import imported_instance_of
+from fixer.analysis.class_model import class_methods, constructions, constructor_field
 from fixer.analysis.imported_definitions import imported_class, imported_function
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.project_files import bound_of, load_file, read_file
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext

@@ -13,12 +13,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from fixer.analysis.call_sites import call_sites
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.class_model import class_methods
 from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
-from fixer.analysis.call_sites import call_sites
 from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, is_static, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
