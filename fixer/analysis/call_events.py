@@ -22,11 +22,11 @@ from typing import Iterator, Optional
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import backward_calls, optimizer_calls
-from fixer.analysis.carried import object_class
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_attribute
 from fixer.analysis.imported_definitions import imported_definition_matches
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.object_fields import object_class
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext

@@ -15,7 +15,6 @@ from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 
-
 def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bool = True) -> Optional[Scope]:
     """The function a call runs, when it is in this file (``helper(...)``, ``self.method(...)``)
     or (with ``imported``) imported from another project file; None if unknown."""

@@ -113,7 +113,14 @@ def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
     bases = [qualified(ctx, b) or dotted(b) or "" for b in cls.bases]
     if cls.decorator_list or cls.keywords or any(b not in ("object", "torch.nn.Module", "torch.nn.modules.module.Module") for b in bases):
         return False
-    return not any(isinstance(n, ast.ClassDef) and any(dotted(b) == cls.name for b in n.bases) for n in ast.walk(ctx.tree))
+    return cls.name not in _base_names(ctx)
+
+
+def _base_names(ctx: FileContext) -> set[str]:
+    """The dotted names the file's classes derive from."""
+    return ctx.memo("field_walks_base_names", lambda: {
+        dotted(b) for n in walk(ctx.tree) if isinstance(n, ast.ClassDef) for b in n.bases
+    })
 
 
 def _plain_target(target: ast.expr, me: str) -> bool:

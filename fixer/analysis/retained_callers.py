@@ -84,5 +84,3 @@ def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[l
         else:
             return None
     return kinds
-
-
