@@ -81,11 +81,11 @@ from fixer.analysis.calls import backward_calls
 from fixer.analysis.carried import CarriedValue, Iteration, carried_values
 from fixer.analysis.carried_flow import inside, position
 from fixer.analysis.episode_buffers import episode_buffers, only_through_container
-from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.number_starts import is_number, may_start_as_number
 from fixer.analysis.object_fields import is_tensor_buffer
-from fixer.analysis.scopes import scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule

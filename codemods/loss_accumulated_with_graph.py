@@ -91,7 +91,8 @@ from fixer.analysis.graph import facts
 from fixer.analysis.reported import evaluation_loop, fed_by_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.kept_elements import KeptElements, kept_elements
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.no_grad import under_no_grad
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 

@@ -56,11 +56,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.call_events import resolved_callee
+from fixer.analysis.call_events import Event, block_events, resolved_callee
 from fixer.analysis.calls import optimizer_call, optimizer_calls
 from fixer.analysis.gradient_resets import mentions_other_reset, resets_in_scope, zeroed_in_loop
 from fixer.analysis.passes import pass_body
-from fixer.analysis.protocol import Event, block_events, call_loops, is_plain_step, optimizer_scopes, zeroes_for
+from fixer.analysis.protocol import call_loops, is_plain_step, optimizer_scopes, zeroes_for
 from fixer.analysis.recurring import runs_on_many_iterations
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes
 from fixer.analysis.statement_moves import attached_start, is_docstring

@@ -44,8 +44,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from fixer.analysis.call_events import Event
 from fixer.analysis.early_steps import early_steps
-from fixer.analysis.protocol import Event, is_update_companion
+from fixer.analysis.protocol import is_update_companion
 from fixer.analysis.statement_moves import movable, statement_lines
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule

@@ -52,7 +52,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.protocol import Event
+from fixer.analysis.call_events import Event
 from fixer.analysis.statement_moves import attached_start, movable, statement_lines
 from fixer.analysis.wiped_gradients import insertion_index, wiping_zero_grads
 from fixer.context import FileContext

@@ -21,8 +21,9 @@ from fixer.analysis.graph import GraphFacts, Kind, facts
 from fixer.analysis.statement_moves import is_docstring
 from fixer.analysis.graph_reuse import assigned_names, inside, names_in
 from fixer.analysis.names import qualified
-from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, under_no_grad, walk_local
+from fixer.analysis.callees import called_function
+from fixer.analysis.scopes import Scope, scope_nodes, walk_local
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.shared_graph import saves_tensors
 from fixer.analysis.training_calls import steps_optimizer, training_calls
 from fixer.context import FileContext

@@ -32,7 +32,7 @@ from fixer.analysis.object_fields import RESETS, field_initials, is_container, i
 from fixer.analysis.passes import is_pass_filter, pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.retained_callers import argument_of, parameter_position
+from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, returned_into
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext

@@ -13,10 +13,9 @@ from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.calls import backward_calls
 from fixer.analysis.passes import loop_of_pass
+from fixer.analysis.call_events import Event, block_events
 from fixer.analysis.protocol import (
-    Event,
     call_loops,
-    block_events,
     blocks,
     is_loop_body,
     is_plain_step,

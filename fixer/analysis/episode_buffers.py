@@ -10,7 +10,8 @@ import ast
 from fixer.analysis.carried import CarriedValue
 from fixer.analysis.carried_flow import Feeding, contains, inside
 from fixer.analysis.carried_shape import initial_value
-from fixer.analysis.graph import facts, scope_of
+from fixer.analysis.graph import facts
+from fixer.analysis.scopes import scope_of
 from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted
 from fixer.analysis.object_fields import field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class

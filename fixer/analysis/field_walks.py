@@ -27,15 +27,16 @@ import ast
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names, module_names
+from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import class_methods, constructions
 from fixer.analysis.flow import flowing_nodes
-from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import TENSOR_METHODS
-from fixer.analysis.retained_callers import argument_of, call_sites, callers_pass_data, parameter_position
-from fixer.analysis.scopes import NESTED, Scope, scope_nodes, scopes
+from fixer.analysis.retained_callers import callers_pass_data
+from fixer.analysis.scopes import NESTED, Scope, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 

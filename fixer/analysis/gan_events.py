@@ -33,8 +33,9 @@ from fixer.analysis.gan_steps import (
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.callees import called_function
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 

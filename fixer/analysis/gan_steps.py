@@ -18,9 +18,10 @@ from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import flows_straight, innermost_loop
 from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, same_pass_later
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import called_function
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.callees import called_function
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import Scope, scope_nodes, under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 
 FREEING_KINDS = ("method", "owner", "scaler", "autograd.backward")

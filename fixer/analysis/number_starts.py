@@ -9,7 +9,7 @@ from typing import Optional
 
 from fixer.analysis.carried import CarriedValue
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import scope_nodes
 from fixer.context import FileContext
 

@@ -12,7 +12,7 @@ from typing import Optional
 from fixer.analysis.carried_shape import class_init_values
 from fixer.analysis.graph import CREATION
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.project import imported_class
+from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk

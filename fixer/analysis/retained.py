@@ -21,11 +21,12 @@ from fixer.analysis.bindings import module_names
 from fixer.analysis.flow import flowing_arguments
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, import_aliases, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import NOWHERE, Placed, start
 from fixer.analysis.plain_numbers import parameters, plain_attribute, plain_parameter
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
-from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, statement_index, under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 

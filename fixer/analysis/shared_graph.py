@@ -25,8 +25,9 @@ from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_fun
 from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import LOOPS, Scope, enclosing_block, under_no_grad
+from fixer.analysis.scopes import LOOPS, Scope, enclosing_block
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -118,7 +119,7 @@ class _Tracer:
         when its forward is known (one whole output, or outputs derived from one saving origin;
         else each element ``out[i]`` of ``a, b = model(x)`` is its own); a helper likewise."""
         if isinstance(value, ast.Call) and self.facts.is_module(value.func):
-            share = outputs_share(self.ctx, value.func, self.depth, self.scope)
+            share = outputs_share(self.ctx, value.func, _Tracer, self.depth, self.scope)
             if share is None:
                 return None  # a forward we cannot read: unknown, not shared
             if not share:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from fixer.analysis.calls import backward_calls
+from fixer.analysis.calls import backward_calls, is_optimizer_construction
 from fixer.analysis.names import dotted
-from fixer.analysis.protocol import is_optimizer_construction, scope_for
+from fixer.analysis.protocol import scope_for
 from fixer.analysis.scopes import Scope, scopes, statement_index
 from fixer.context import FileContext
 

@@ -11,7 +11,7 @@ from typing import Optional
 from fixer.analysis.calls import backpropagates_in, backward_calls, backward_calls_in
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.names import last_name
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk

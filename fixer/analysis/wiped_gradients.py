@@ -13,9 +13,8 @@ from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.early_steps import early_step_lines
 from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.call_events import Event, block_events
 from fixer.analysis.protocol import (
-    Event,
-    block_events,
     blocks,
     is_loop_body,
     is_plain_step,
