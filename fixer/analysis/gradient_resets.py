@@ -20,19 +20,14 @@ from fixer.analysis.scopes import Scope, assigned_values, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
-
 # any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
 GRADIENT_RESET = re.compile(
     r"\.(_|main_)?grad\b(?!\s*\()|\w*(zero_?grad|grad_?zero|clear_?grad|reset_?grad|set_to_none)\w*"
     r"|\b(setattr|delattr)\s*\([^,]+,\s*[\"'](_|main_)?grad[\"']",  # setattr(p, "grad", None)
     re.IGNORECASE,
 )
-
-
 # framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
 HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
-
-
 MAX_HELPER_DEPTH = 2  # how deep the optimizer is followed through helpers that pass it on
 
 
