@@ -12,7 +12,10 @@ class stores fresh, graph-free values into (`forward` calling `init_state()` bef
 reported, unless that store is guarded by a test of the attribute itself (`if self.h is None:`,
 a lazy initialisation that runs once). A reset method the training code calls only outside the
 loop around its backward calls (`model.memory.reset()` once per document, `loss.backward()` once
-per segment) resets nothing between two backwards, and the state is reported.
+per segment) resets nothing between two backwards, and the state is reported. The same holds for
+a reset through a flag: `forward` refilling the state under `if self.should_reset:` before any
+read, the flag raised by a method that runs at each step (`reset_state()` called by the owning
+model's `forward`) or only outside the backward loop (reported).
 
 ## Why is this bad?
 The stored tensor keeps the autograd graph of the call that made it. When the next call feeds it

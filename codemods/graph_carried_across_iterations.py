@@ -37,6 +37,8 @@ for x, y in batches:
     hidden = hidden.detach()  # for an LSTM: hidden = tuple(h.detach() for h in hidden)
     out, hidden = rnn(x, hidden)
 ```
+A state dict of tensors (`{"deter": h, "stoch": z}`, handed back by a trainer method) is cut as
+`state = {k: v.detach() for k, v in state.items()}`.
 For a cache, store the detached value: `cache.append(h.detach())` (also for
 `self.memory.append(self.h)` when `self.h` feeds this iteration's loss too: emptying the cache
 would change what it holds). For per-episode buffers whose entries reach the loss only through

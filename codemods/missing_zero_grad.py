@@ -3,7 +3,9 @@ Finds a training loop that calls `loss.backward()` and then `optimizer.step()` o
 iteration but never clears that optimizer's gradients: no `optimizer.zero_grad()` (nor
 `model.zero_grad()`, nor `p.grad = None`) in the loop or in a function it calls; or a step
 function (or method) that does both and that this file calls only inside loops that clear
-nothing (`optimizer.zero_grad()` goes at its top). Also an `optimizer.step(closure)` (or
+nothing (`optimizer.zero_grad()` goes at its top); a zero_grad of another optimizer, over other
+parameters (`opt_E.zero_grad()` in the encoder's step beside the discriminator's), clears none of
+its gradients. Also an `optimizer.step(closure)` (or
 `step(self.loss_func)`) on a torch optimizer whose closure calls backward() but clears nothing.
 
 ## Why is this bad?
