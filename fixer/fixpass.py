@@ -1,7 +1,8 @@
 """One checked pass of fixes: which of the chosen fixes are applied, given that a fix must not
 bring in a finding (of any rule) that the text before the pass did not have.
 
-All fixes are tried at once; only when that brings in a finding are they added one by one, in
+All fixes are tried at once, and kept together when what they bring in is only band-aids left
+needless (``cleaned_up``: no fix is charged with those); otherwise they are added one by one, in
 file order, each kept only if it brings in none (``_Pass.one_by_one``). A rule that fixes a chain
 over passes (the link before the one moved is found next) may bring in its own code, as long as it
 goes on to fix it: the next pass checks that fix. So may a fix that leaves a band-aid needless (a
@@ -79,14 +80,20 @@ class _Pass:
 
     def introduces(self, diagnostic: Diagnostic, fixing: Diagnostic, trial: _Trial) -> bool:
         """Whether the new finding ``diagnostic`` of ``trial`` counts against ``fixing``'s fix."""
-        allowed = diagnostic.code == fixing.code or diagnostic.code in self.cleanups and trial.untouched(diagnostic)
-        return not (allowed and select_fixes([diagnostic], self.unsafe))
+        if diagnostic.code != fixing.code:
+            return not self.cleaned_up(diagnostic, trial)
+        return not select_fixes([diagnostic], self.unsafe)
 
     def run(self) -> Outcome:
         self.full = self.trial(range(len(self.chosen)))
-        if all(old is not None for old, _ in self.full.origins):
+        if all(old is not None or self.cleaned_up(d, self.full) for d, (old, _) in zip(self.full.found, self.full.origins)):
             return _outcome(self.full, {})
         return self.by_regions() or self.one_by_one()
+
+    def cleaned_up(self, diagnostic: Diagnostic, trial: _Trial) -> bool:
+        """A new finding no fix can be charged with: a band-aid the fixes left needless, on code
+        they did not write, that its rule fixes in the next pass."""
+        return diagnostic.code in self.cleanups and trial.untouched(diagnostic) and bool(select_fixes([diagnostic], self.unsafe))
 
     def one_by_one(self) -> Outcome:
         outcome, accepted, refusals = self.start, [], {}

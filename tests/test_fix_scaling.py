@@ -56,7 +56,9 @@ def test_many_scopes_with_several_rules_each_take_a_few_analyses():
     result, runs = analyses("t.py", text, *all_rules())
     assert result.errors == [] and result.remaining == []
     assert result.fixed.count("optimizer.zero_grad()") == 60 and result.fixed.count(".item()") == 60
-    assert runs <= 5
+    # the check, the pass fixing GF203 and GF301 together (the retain_graph=True they leave needless
+    # is no fix's doing: no turns), the pass fixing GF302 (its text's findings are the end's)
+    assert runs == 3
 
 
 def test_a_notebook_of_many_training_cells_takes_a_few_analyses():
@@ -64,7 +66,7 @@ def test_a_notebook_of_many_training_cells_takes_a_few_analyses():
     assert result.errors == [] and result.remaining == []
     assert len(result.cells) == 40 and "retain_graph" not in result.fixed
     json.loads(result.fixed)
-    assert runs <= 5
+    assert runs == 3
 
 
 @pytest.mark.parametrize("fix", [False, True])
