@@ -1,7 +1,9 @@
 """The function a call runs, when the project shows it: ``helper(...)`` and ``self.method(...)``
 in this file, ``obj.method(...)`` when every binding of ``obj`` constructs one class of this file
-(``instance_class``) or of another project file (``imported_instance_of``), and a function
-imported from another project file (imported_definitions). None when unknown."""
+(``instance_class``) or of another project file (``imported_instance_of``), or ``obj`` is a
+parameter to which every call of its function passes an instance of one class of this file
+(``call_sites.instance_parameters``), and a function imported from another project file
+(imported_definitions). None when unknown."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import ast
 import os
 from typing import Optional
 
+from fixer.analysis.call_sites import instance_parameters
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
@@ -31,7 +34,7 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             return candidate
         if attr and "." not in attr and head != scope.self_name and candidate.class_node is not None:
             instance_of = instance_of or [_instance_of(ctx, scope, head)]
-            if candidate.class_node is instance_of[0]:
+            if candidate.class_node is instance_of[0] or instance_of[0] is None and head in instance_parameters(ctx, scope, candidate.class_node):
                 return candidate
     if not imported:
         return None
