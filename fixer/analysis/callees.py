@@ -2,7 +2,8 @@
 in this file, ``obj.method(...)`` when every binding of ``obj`` constructs one class of this file
 (``instance_class``) or of another project file (``imported_instance_of``), or ``obj`` is a
 parameter to which every call of its function passes an instance of one class of this file
-(``call_sites.instance_parameters``), and a function imported from another project file
+(``call_sites.instance_parameters``), ``self.field.method(...)`` when the object holds such an
+instance in ``field`` for life (``call_sites.field_instance``), and a function imported from another project file
 (imported_definitions). None when unknown."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import ast
 import os
 from typing import Optional
 
-from fixer.analysis.call_sites import instance_parameters
+from fixer.analysis.call_sites import field_instance, instance_parameters
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
@@ -25,6 +26,8 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
     if name is None:
         return None
     head, _, attr = name.partition(".")
+    if head == scope.self_name and attr.count(".") == 1 and isinstance(func, ast.Attribute):
+        return _field_method(ctx, scope, func)
     instance_of = None
     for candidate in _functions_named(ctx).get(attr or head, ()):
         node = candidate.node
@@ -41,6 +44,14 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
     if attr and "." not in attr and head != scope.self_name:
         return _imported_method(ctx, scope, head, attr)
     return imported_function(ctx, func)
+
+
+def _field_method(ctx: FileContext, scope: Scope, func: ast.Attribute) -> Optional[Scope]:
+    """``self.field.method``: the method of the class of this file whose instance the object
+    holds in ``field`` for life (``call_sites.field_instance``)."""
+    found = [c for c in _functions_named(ctx).get(func.attr, ())
+             if c.class_node is not None and c.self_name and ctx.parent(c.node) is c.class_node and field_instance(ctx, scope, func.value, c.class_node)]
+    return found[0] if len(found) == 1 else None
 
 
 def _imported_method(ctx: FileContext, scope: Scope, name: str, method: str) -> Optional[Scope]:
