@@ -129,9 +129,10 @@ def _constructs(value: Optional[ast.expr], cls: ast.ClassDef) -> bool:
 def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> frozenset[str]:
     """Parameters of a plain function (``train_step(model, meter)``) that hold an instance of
     ``cls`` on every call: the function is called (never only named) in this file, every call
-    passes ``cls(...)`` or a name its caller binds only to ``cls(...)`` (or that is itself such a
-    parameter), and the function never rebinds the parameter. Empty when any call is unknown, and
-    on recursion (a function asked again while its answer is computed)."""
+    passes ``cls(...)``, a name its caller binds only to ``cls(...)`` (or that is itself such a
+    parameter) or the ``self`` of a method of ``cls``, and the function never rebinds the
+    parameter. Empty when any call is unknown, and on recursion (a function asked again while its
+    answer is computed)."""
     if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
         return frozenset()
     computing = ("instance_parameters: computing", id(function.node), id(cls))
@@ -159,7 +160,8 @@ def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> It
         if rebound.get(name) or position is None:
             continue
         passed = [(caller, argument_of(call, name, position)) for caller, call in sites]
-        if all(_constructs(value, cls) or isinstance(value, ast.Name) and value.id in _instances(ctx, caller, cls) for caller, value in passed):
+        if all(_constructs(value, cls) or isinstance(value, ast.Name) and (value.id in _instances(ctx, caller, cls) or _own_self(caller, value, cls))
+               for caller, value in passed):
             yield name
 
 
@@ -196,3 +198,8 @@ def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[
     if not written_only_in(ctx, method.class_node, receiver.attr):
         return None
     return construction_argument(ctx, method.class_node, receiver.attr)
+
+
+def _own_self(method: Scope, value: ast.Name, cls: ast.ClassDef) -> bool:
+    """``value`` is the ``self`` of a method of ``cls`` (``train_step(self, batch)`` in ``fit``)."""
+    return method.class_node is cls and method.self_name is not None and value.id == method.self_name
