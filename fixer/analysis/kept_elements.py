@@ -71,17 +71,19 @@ def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
     loops = enclosing_loops(ctx, call, caller)
     if loops:
         return _made_before_loop(ctx, caller, call, receiver) and receiver.id != caller.self_name
+    steps = backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
     if life_field(ctx, caller, receiver) is not None:
-        return any(_made_before_loop(ctx, site_scope, site, site.func.value)
+        return any(_made_before_loop(ctx, site_scope, site, site.func.value, steps)
                    for site_scope, site in call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
     return isinstance(receiver, ast.Name) and receiver.id != caller.self_name and any(
-        _made_before_loop(ctx, site_scope, site, argument) for site_scope, site, argument in step_arguments(ctx, caller, receiver.id))
+        _made_before_loop(ctx, site_scope, site, argument, steps) for site_scope, site, argument in step_arguments(ctx, caller, receiver.id))
 
 
-def _made_before_loop(ctx: FileContext, scope: Scope, call: ast.Call, receiver: ast.expr) -> bool:
-    """``receiver`` (a name) is bound before the innermost loop around ``call``, which backpropagates."""
+def _made_before_loop(ctx: FileContext, scope: Scope, call: ast.Call, receiver: ast.expr, steps: bool = False) -> bool:
+    """``receiver`` (a name) is bound before the innermost loop around ``call``, which backpropagates
+    (known from the function ``call`` runs, with ``steps``, or read from the loop)."""
     loops = enclosing_loops(ctx, call, scope)
-    if not isinstance(receiver, ast.Name) or not loops or under_no_grad(ctx, call) or not backpropagates_in(ctx, scope, loops[0]):
+    if not isinstance(receiver, ast.Name) or not loops or under_no_grad(ctx, call) or not (steps or backpropagates_in(ctx, scope, loops[0])):
         return False
     defs = facts(ctx, scope).reaching(receiver.id, call)
     return bool(defs) and not any(any(a is loops[0] for a in ctx.ancestors(stmt)) for stmt, _ in defs)
