@@ -57,7 +57,7 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
             receiver, self_name = node.value, caller.self_name if caller.class_node is cls else None
             if isinstance(receiver, ast.Attribute) and field_instance(ctx, caller, receiver, cls):
                 pass  # self.tracker.record(...): the field holds an instance of the class for life
-            elif not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls) \
+            elif not isinstance(receiver, ast.Name) or receiver.id != self_name and not holds_instance(ctx, caller, receiver.id, cls) \
                     and not _the_class(ctx, receiver, cls):
                 continue  # another object's method of the same name
         parent = ctx.parent(node)
@@ -108,8 +108,7 @@ def mentioned_outside(ctx: FileContext, node: ast.FunctionDef) -> bool:
 
 
 def _instances(ctx: FileContext, caller: Scope, cls: ast.ClassDef) -> set[str]:
-    """Names bound to ``cls(...)`` in ``caller``, and parameters of ``caller`` that hold one
-    (``instance_parameters``)."""
+    """Names bound to ``cls(...)`` in ``caller``."""
 
     def compute() -> set[str]:
         bindings = scope_assignments(ctx, caller)
@@ -117,9 +116,19 @@ def _instances(ctx: FileContext, caller: Scope, cls: ast.ClassDef) -> set[str]:
             name
             for name, definitions in bindings.assignments.items()
             if definitions and all(_constructs(v, cls) for _, v in definitions)
-        } | instance_parameters(ctx, caller, cls)
+        }
 
     return ctx.memo(("instances", id(caller.node), id(cls)), compute)
+
+
+def holds_instance(ctx: FileContext, scope: Scope, name: str, cls: ast.ClassDef) -> bool:
+    """``name`` holds an instance of ``cls`` in ``scope``: bound only to ``cls(...)`` there, or a
+    parameter every call passes one (``instance_parameters``, asked only of parameters)."""
+    if name in _instances(ctx, scope, cls):
+        return True
+    args = getattr(scope.node, "args", None)
+    return args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} \
+        and name in instance_parameters(ctx, scope, cls)
 
 
 def _constructs(value: Optional[ast.expr], cls: ast.ClassDef) -> bool:
@@ -160,7 +169,7 @@ def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> It
         if rebound.get(name) or position is None:
             continue
         passed = [(caller, argument_of(call, name, position)) for caller, call in sites]
-        if all(_constructs(value, cls) or isinstance(value, ast.Name) and (value.id in _instances(ctx, caller, cls) or _own_self(caller, value, cls))
+        if all(_constructs(value, cls) or isinstance(value, ast.Name) and (holds_instance(ctx, caller, value.id, cls) or _own_self(caller, value, cls))
                for caller, value in passed):
             yield name
 
@@ -185,7 +194,7 @@ def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast
     given = life_field(ctx, method, receiver)
     if given is None or _constructs(given, cls):
         return given is not None
-    return isinstance(given, ast.Name) and given.id in _instances(ctx, scope_of(ctx, given), cls)
+    return isinstance(given, ast.Name) and holds_instance(ctx, scope_of(ctx, given), given.id, cls)
 
 
 def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[ast.expr]:

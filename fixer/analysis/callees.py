@@ -12,7 +12,7 @@ import ast
 import os
 from typing import Optional
 
-from fixer.analysis.call_sites import field_instance, instance_parameters
+from fixer.analysis.call_sites import field_instance, holds_instance
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
@@ -37,7 +37,7 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             return candidate
         if attr and "." not in attr and head != scope.self_name and candidate.class_node is not None:
             instance_of = instance_of or [_instance_of(ctx, scope, head)]
-            if candidate.class_node is instance_of[0] or instance_of[0] is None and head in instance_parameters(ctx, scope, candidate.class_node):
+            if candidate.class_node is instance_of[0] or instance_of[0] is None and holds_instance(ctx, scope, head, candidate.class_node):
                 return candidate
     if not imported:
         return None

@@ -71,7 +71,8 @@ def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
     loops = enclosing_loops(ctx, call, caller)
     if loops:
         return _made_before_loop(ctx, caller, call, receiver) and receiver.id != caller.self_name
-    steps = backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
+    lifted = life_field(ctx, caller, receiver) is not None or isinstance(receiver, ast.Name) and receiver.id != caller.self_name
+    steps = lifted and backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
     if life_field(ctx, caller, receiver) is not None:
         return any(_made_before_loop(ctx, site_scope, site, site.func.value, steps)
                    for site_scope, site in call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
