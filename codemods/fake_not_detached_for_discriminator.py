@@ -79,18 +79,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.discriminator_uses import (
-    backpropagated_again,
-    discriminator_steps_after_generator,
-    discriminator_uses,
-    helper_discriminator_uses,
-    reused_discriminator_outputs,
-)
-from fixer.analysis.gan_events import may_step_in_helpers
-from fixer.analysis.gan_steps import FREEING_KINDS, Use, discriminator_generator_pairs, use_key
-from fixer.analysis.gan_steps import optimizer_steps as _steps
-from fixer.analysis.scopes import Scope, scopes
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.discriminator_uses import backpropagated_again
+from fixer.analysis.gan_steps import Use, use_key
+from fixer.analysis.scopes import Scope
+from fixer.analysis.undetached_fakes import ALREADY_USED, IN_HELPER, NEEDS_AGAIN, undetached_fakes
 from fixer.context import FileContext
 from fixer.edits.keywords import remove_keyword
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -99,8 +92,6 @@ MESSAGE = (
     "The discriminator loss backpropagates through `{text}` into the generator's graph, which the "
     "generator step {when}; use `{text}.detach()` in the discriminator step"
 )
-NEEDS_AGAIN = "needs again"
-ALREADY_USED = "already backpropagated and stepped"
 
 
 class FakeNotDetachedForDiscriminator(Rule):
@@ -110,32 +101,13 @@ class FakeNotDetachedForDiscriminator(Rule):
     fix_safety = "mixed"
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
-        reported: set[int] = set()
-        helpers = may_step_in_helpers(ctx)
-        for scope in scopes(ctx):
-            for use in helper_discriminator_uses(ctx, scope) if helpers else ():
-                if id(use.arg) not in reported:
-                    reported.add(id(use.arg))
-                    yield self._report_in_helper(ctx, use)
-            calls = [c for c in backward_calls(ctx, scope) if c.kind in FREEING_KINDS]
-            if len(calls) < 2:
-                continue
-            steps = _steps(ctx, scope)
-            if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
-                continue
-            for first, second in discriminator_generator_pairs(ctx, scope, calls):
-                for use in discriminator_uses(ctx, scope, first, second, steps):
-                    if id(use.arg) not in reported:
-                        reported.add(id(use.arg))
-                        yield self._report(ctx, scope, [use.arg], first, calls, NEEDS_AGAIN)
-            for reads, second in discriminator_steps_after_generator(ctx, scope, calls, steps):
-                if not any(id(r) in reported for r in reads):
-                    reported.update(id(r) for r in reads)
-                    yield self._report(ctx, scope, reads, second, calls, ALREADY_USED)
-            for use, reads, first in reused_discriminator_outputs(ctx, scope, calls, steps):
-                if not any(id(r) in reported for r in reads):
-                    reported.update(id(r) for r in reads)
-                    yield self._report_reused(ctx, scope, use, reads, first, calls)
+        for found in undetached_fakes(ctx):
+            if found.how == IN_HELPER:
+                yield self._report_in_helper(ctx, found.use)
+            elif found.how in (NEEDS_AGAIN, ALREADY_USED):
+                yield self._report(ctx, found.scope, found.reads, found.call, found.calls, found.how)
+            else:
+                yield self._report_reused(ctx, found.scope, found.use, found.reads, found.call, found.calls)
 
     def _report_in_helper(self, ctx: FileContext, use: Use) -> Diagnostic:
         text = ctx.text(use.arg)

@@ -182,6 +182,9 @@ def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, de
             return _through_callers(ctx, scope, depth)
         if under_no_grad(ctx, node):
             continue
+        if isinstance(node, ast.Expr) and _collects(ctx, node, derived):
+            derived |= _collected_into(node)  # grads.append(env_grad): the list holds them now
+            continue
         value = _assigned_value(node)
         if value is None:
             continue
@@ -316,6 +319,15 @@ def _collected_into(stmt: ast.Expr) -> set[str]:
         name = dotted(call.func.value)
         return {name} if name else set()
     return set()
+
+
+def _collects(ctx: FileContext, stmt: ast.Expr, derived: set[str]) -> bool:
+    """``container.append(value)`` (or ``extend``, ``insert``) with a value derived from the gradients."""
+    call = stmt.value
+    return (
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in COLLECTING_METHODS
+        and any(_flows(ctx, arg, derived) for arg in call.args)
+    )
 
 
 def _assigned_value(stmt: ast.stmt) -> Optional[ast.expr]:

@@ -12,7 +12,10 @@ class stores fresh, graph-free values into (`forward` calling `init_state()` bef
 reported, unless that store is guarded by a test of the attribute itself (`if self.h is None:`,
 a lazy initialisation that runs once). A reset method the training code calls only outside the
 loop around its backward calls (`model.memory.reset()` once per document, `loss.backward()` once
-per segment) resets nothing between two backwards, and the state is reported.
+per segment) resets nothing between two backwards, and the state is reported. The same holds for
+a reset through a flag: `forward` refilling the state under `if self.should_reset:` before any
+read, the flag raised by a method that runs at each step (`reset_state()` called by the owning
+model's `forward`) or only outside the backward loop (reported).
 
 ## Why is this bad?
 The stored tensor keeps the autograd graph of the call that made it. When the next call feeds it
@@ -66,6 +69,7 @@ from fixer.analysis.carried_shape import class_init_values, shape_of
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module, stores_graph
 from fixer.context import FileContext
+from fixer.edits.values import detached_text
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
@@ -128,7 +132,7 @@ def _read_edits(ctx: FileContext, state: CachedState) -> list[Edit]:
     edits = []
     for read in state.previous_reads:
         start, end = ctx.span(read)
-        edits.append(Edit(start, end, _detached(ctx.text(read), shape)))
+        edits.append(Edit(start, end, detached_text(ctx.text(read), shape) or f"{ctx.text(read)}.detach()"))
     return edits
 
 
@@ -143,7 +147,7 @@ def _detach_after_unpacking(ctx: FileContext, state: CachedState) -> list[Edit]:
     name = f"{state.method.self_name}.{state.attr}"
     at = ctx.line_end(stmt.end_lineno)
     before = ctx.newline if not ctx.source[:at].endswith(("\n", "\r")) else ""
-    return [Edit(at, at, f"{before}{ctx.indent_of(stmt.lineno)}{name} = {_detached(name, shape)}{ctx.newline}")]
+    return [Edit(at, at, f"{before}{ctx.indent_of(stmt.lineno)}{name} = {detached_text(name, shape)}{ctx.newline}")]
 
 
 def _shape(ctx: FileContext, state: CachedState) -> str:
@@ -151,10 +155,3 @@ def _shape(ctx: FileContext, state: CachedState) -> str:
     name = f"{state.method.self_name}.{state.attr}"
     values = [v for s, v in graph.assignments.get(name, []) if v is not None and s is state.store]
     return shape_of(ctx, graph, values, class_init_values(ctx, state.method, "__init__").get(name))
-
-
-def _detached(text: str, shape: str) -> str:
-    if shape == "tuple":
-        item = "t" if text == "h" else "h"
-        return f"tuple({item}.detach() for {item} in {text})"
-    return f"{text}.detach()"

@@ -37,6 +37,8 @@ for x, y in batches:
     hidden = hidden.detach()  # for an LSTM: hidden = tuple(h.detach() for h in hidden)
     out, hidden = rnn(x, hidden)
 ```
+A state dict of tensors (`{"deter": h, "stoch": z}`, handed back by a trainer method) is cut as
+`state = {k: v.detach() for k, v in state.items()}`.
 For a cache, store the detached value: `cache.append(h.detach())` (also for
 `self.memory.append(self.h)` when `self.h` feeds this iteration's loss too: emptying the cache
 would change what it holds). For per-episode buffers whose entries reach the loss only through
@@ -87,6 +89,7 @@ from fixer.analysis.number_starts import is_number, may_start_as_number
 from fixer.analysis.object_fields import is_tensor_buffer
 from fixer.analysis.scopes import scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
+from fixer.edits.values import detached_text
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -175,13 +178,8 @@ def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[s
 
 
 def _cut_line(value: CarriedValue) -> Optional[str]:
-    name = value.name
-    if value.shape == "tensor" or is_number(value.initial):
-        return f"{name} = {name}.detach()"
-    if value.shape == "tuple":
-        item = "t" if name == "h" else "h"
-        return f"{name} = tuple({item}.detach() for {item} in {name})"
-    return None
+    cut = detached_text(value.name, "tensor" if is_number(value.initial) else value.shape)
+    return f"{value.name} = {cut}" if cut else None
 
 
 def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:

@@ -38,7 +38,6 @@ memo saved.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from fixer.analysis.parameter_memos import WalkedMemo, read_after, walked_memos
@@ -51,7 +50,7 @@ class GraphMemoizedFromParameters(Rule):
     name = "graph-memoized-from-parameters"
     summary = "A method memoizes a graph of the object's trainable parameters and returns it to later calls"
     fix_safety = "unsafe"
-    prefilter = re.compile(rb"Parameter\b")
+    also_needs = b"Parameter"  # with a backward call (or a step function's import): the loop it trains in
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for found in walked_memos(ctx):

@@ -70,7 +70,7 @@ class GraphStoredAtSetup(Rule):
     name = "graph-stored-at-setup"
     summary = "A graph stored on an object by __init__ is backpropagated through by every training iteration"
     fix_safety = "unsafe"
-    prefilter = re.compile(rb"def __init__")
+    also_needs = b"def __init__"  # with a backward call (or a step function's import): the loop it trains in
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for found in walked_setup_graphs(ctx):

@@ -43,7 +43,6 @@ earlier calls' writes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from fixer.analysis.persistent_writes import HistoryWrite, walked_histories
@@ -57,7 +56,7 @@ class GraphWrittenIntoPersistentTensor(Rule):
     name = "graph-written-into-persistent-tensor"
     summary = "A graph written in place into a tensor kept across iterations chains every step's graph"
     fix_safety = "unsafe"
-    prefilter = re.compile(rb"def __init__")
+    also_needs = b"def __init__"  # with a backward call (or a step function's import): the loop it trains in
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for found in walked_histories(ctx):

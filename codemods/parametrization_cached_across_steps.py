@@ -42,7 +42,6 @@ each step computes the weight once from the current parameters, which is what th
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator, Optional
 
 from fixer.analysis.parametrize_cache import cached_across_iterations
@@ -56,7 +55,7 @@ class ParametrizationCachedAcrossSteps(Rule):
     name = "parametrization-cached-across-steps"
     summary = "parametrize.cached() entered around a training loop reuses the first step's weight graph"
     fix_safety = "safe"
-    prefilter = re.compile(rb"parametrize")
+    also_needs = b"cached"  # parametrize.cached(), with a backward call (or a step function's import) in its loop
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for statement, loop in cached_across_iterations(ctx):

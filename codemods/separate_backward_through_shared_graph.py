@@ -80,6 +80,7 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls
+from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.analysis.wrapped_backward import backward_wrapper_argument, merged_calls
 from fixer.analysis.shared_backwards import (
     all_available_at,
@@ -178,9 +179,7 @@ def _gan_step(ctx: FileContext, scope: Scope, call: BackwardCall, partner: Backw
     """GF103 reports the real cause here (a discriminator step on an undetached fake); its fix
     makes the graphs independent, so adding retain_graph would only hide it. "Here": in this scope,
     in the innermost loop around both backward calls (a GAN loop elsewhere in a module is another matter)."""
-    from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
-
-    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    lines = undetached_fake_lines(ctx)
     if not lines:
         return False
     loops = [n for n in scope_nodes(scope) if isinstance(n, LOOPS)]

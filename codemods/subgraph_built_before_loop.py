@@ -81,6 +81,7 @@ from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.init_graphs import given_graphs, init_graphs
 from fixer.edits.keywords import keyword_edit, remove_keyword
 from fixer.analysis.training_calls import training_calls
+from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -260,9 +261,7 @@ def _at_method_start(ctx: FileContext, scope: Scope, lines) -> list[Edit]:
 def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
     """GF103 names the cause here: the loop's steps are discriminator steps on an undetached fake
     built before it (n_critic steps); recomputing the fake would not help the generator step."""
-    from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
-
-    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    lines = undetached_fake_lines(ctx)
     return any(loop.lineno <= line <= loop.end_lineno for line in lines)
 
 

@@ -121,6 +121,9 @@ class Rule:
     summary: ClassVar[str]  # one line, for `graphfix rules`
     fix_safety: ClassVar[str] = "none"  # "safe", "unsafe", "mixed" (per finding) or "none"
     prefilter: ClassVar[re.Pattern[bytes]] = BACKWARD_CALL
+    # a literal the file must hold besides the prefilter's match (a bug that needs a class beside the
+    # training loop: b"def __init__"); the import of a step function stands in for a backward call only here
+    also_needs: ClassVar[bytes] = b""
     documentation: ClassVar[str] = ""
     default: ClassVar[bool] = True  # False: opt-in, runs only when selected (by code, prefix, name or ALL)
     # True: a finding of this rule can be what another fix leaves behind (a band-aid made needless),
@@ -131,6 +134,8 @@ class Rule:
     def applies_to(cls, data: bytes) -> bool:
         """The cheap byte-level pre-filter: False means the file cannot hold this bug and is not
         parsed for it. Override when a single regex is too coarse."""
+        if cls.also_needs not in data:
+            return False
         if cls.prefilter is BACKWARD_CALL:
             return has_backward_call(data)
         return cls.prefilter.search(data) is not None

@@ -83,3 +83,14 @@ def test_top_level_imports_of_the_analysis_form_no_circle():
 def test_the_ratchet_counts_what_it_says():
     tree = ast.parse("import a\ndef f():\n    import b\n    def g():\n        from c import d\nclass K:\n    def m(self):\n        import e\n")
     assert _imports_inside_functions(tree) == 3
+
+
+def test_no_rule_imports_another_rule():
+    """A rule defers to another through a fact of the analysis (``undetached_fake_lines``,
+    ``early_step_lines``), never by importing it and running its check."""
+    found = {
+        f"{name} -> {module}" for name, tree in _parsed(ROOT / "codemods").items() for node in ast.walk(tree)
+        for module in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        if module == "codemods" or module.startswith("codemods.")
+    }
+    assert not found, f"rule modules importing rule modules: {sorted(found)}"

@@ -2,9 +2,10 @@
 in this file, ``obj.method(...)`` when every binding of ``obj`` constructs one class of this file
 (``instance_class``) or of another project file (``imported_instance_of``), or ``obj`` is a
 parameter to which every call of its function passes an instance of one class of this file
-(``call_sites.instance_parameters``), ``self.field.method(...)`` when the object holds such an
-instance in ``field`` for life (``call_sites.field_instance``), and a function imported from another project file
-(imported_definitions). None when unknown."""
+(``call_sites.instance_parameters``), ``self.field.method(...)`` when the class stores ``Cls(...)``
+there (``field_method``) or the object holds such an instance given at its construction in
+``field`` for life (``call_sites.field_instance``), and a function imported from another project
+file (imported_definitions). None when unknown."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import os
 from typing import Optional
 
 from fixer.analysis.call_sites import field_instance, holds_instance
+from fixer.analysis.class_model import attribute_writes, class_methods
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
@@ -26,8 +28,6 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
     if name is None:
         return None
     head, _, attr = name.partition(".")
-    if head == scope.self_name and attr.count(".") == 1 and isinstance(func, ast.Attribute):
-        return _field_method(ctx, scope, func)
     instance_of = None
     for candidate in _functions_named(ctx).get(attr or head, ()):
         node = candidate.node
@@ -39,6 +39,8 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             instance_of = instance_of or [_instance_of(ctx, scope, head)]
             if candidate.class_node is instance_of[0] or instance_of[0] is None and holds_instance(ctx, scope, head, candidate.class_node):
                 return candidate
+    if head == scope.self_name and attr.count(".") == 1:  # self.core.step(...): Core.step
+        return field_method(ctx, scope, *attr.split(".")) or (_given_field_method(ctx, scope, func) if isinstance(func, ast.Attribute) else None)
     if not imported:
         return None
     if attr and "." not in attr and head != scope.self_name:
@@ -46,7 +48,7 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
     return imported_function(ctx, func)
 
 
-def _field_method(ctx: FileContext, scope: Scope, func: ast.Attribute) -> Optional[Scope]:
+def _given_field_method(ctx: FileContext, scope: Scope, func: ast.Attribute) -> Optional[Scope]:
     """``self.field.method``: the method of the class of this file whose instance the object
     holds in ``field`` for life (``call_sites.field_instance``)."""
     found = [c for c in _functions_named(ctx).get(func.attr, ())
@@ -79,6 +81,20 @@ def instance_class(ctx: FileContext, value: Optional[ast.expr]) -> Optional[ast.
         return None
     found = [c for c in statement_index(ctx).classes if c.name == value.func.id and ctx.parent(c) is ctx.tree]
     return found[0] if len(found) == 1 else None
+
+
+def field_method(ctx: FileContext, scope: Scope, field: str, method: str) -> Optional[Scope]:
+    """``self.<field>.<method>(...)`` runs ``Cls.method`` when every write of ``self.<field>`` in the
+    class is ``self.<field> = Cls(...)`` of one class of this file (a submodule built in ``__init__``,
+    a memory object): the program constructs it there. Any other write leaves the callee unknown."""
+    if scope.class_node is None or not scope.self_name:
+        return None
+    writes = attribute_writes(ctx, scope.class_node).get(field, [])
+    classes = {id(c): c for c in (instance_class(ctx, w.value) for w in writes)}
+    if len(classes) != 1 or None in classes.values():
+        return None
+    found = class_methods(ctx, next(iter(classes.values()))).get(method)
+    return found if found is not None and found.self_name else None
 
 
 def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:

@@ -62,7 +62,7 @@ class CarriedValue:
     stores: tuple[tuple[ast.stmt, ast.expr], ...]  # (statement, stored graph-carrying value)
     initial: Optional[ast.expr]  # the value before the first pass, if known
     defined_before: bool  # the name surely exists when the first pass starts
-    shape: str  # "tensor", "tuple" or "unknown"
+    shape: str  # "tensor", "tuple", "dict" or "unknown"
     read_after_store: bool  # a container read in the same pass after a store sees this pass's value too
     stored_elsewhere: bool = False  # a ``self`` container filled by other methods of the class (``act``)
 

@@ -112,6 +112,8 @@ def shape_of(ctx: FileContext, graph: GraphFacts, values: list[ast.expr], initia
         return "tensor"
     if shapes == {"tuple"}:
         return "tuple"
+    if shapes == {"dict"}:
+        return "dict"
     return "unknown"
 
 
@@ -124,6 +126,8 @@ def _shape(ctx: FileContext, graph: GraphFacts, value: ast.expr, depth: int) -> 
         return "tuple" if len(value.elts) > 1 else "unknown"
     if isinstance(value, (ast.BinOp, ast.UnaryOp)):
         return "tensor"
+    if isinstance(value, ast.Dict) and value.values and None not in value.keys:  # {"h": h, "c": c}: a dict of tensors
+        return "dict" if all(_shape(ctx, graph, v, depth + 1) == "tensor" for v in value.values) else "unknown"
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call) and isinstance(value.slice, ast.Constant):
         module = _module_class(ctx, value.value.func)
         if module and RECURRENT.match(module):
@@ -135,17 +139,29 @@ def _shape(ctx: FileContext, graph: GraphFacts, value: ast.expr, depth: int) -> 
         forward = forward_scope(ctx, value.value.func) or graph._local_function(value.value.func)
         if forward is not None and depth < SHAPE_DEPTH:  # a module's forward, or a function of this file
             return _returned_shape(ctx, forward, value.slice.value, depth + 1)
-        return "unknown"
+        return "tensor" if _tensor_tuple(ctx, graph, value.value, depth) else "unknown"
     if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value) and depth < SHAPE_DEPTH:  # x, self.x
         defs = graph.reaching(dotted(value), value)
         shapes = {_shape(ctx, graph, v, depth + 1) for _, v in defs if v is not None}
         return shapes.pop() if len(shapes) == 1 else "unknown"
     if isinstance(value, ast.Call):
-        return _call_shape(ctx, graph, value)
+        return _call_shape(ctx, graph, value, depth)
     return "unknown"
 
 
-def _call_shape(ctx: FileContext, graph: GraphFacts, call: ast.Call) -> str:
+def _tensor_tuple(ctx: FileContext, graph: GraphFacts, call: ast.Call, depth: int) -> bool:
+    """A torch operation returning a tuple of tensors (``torch.chunk(x, 2)``, ``h.chunk(2)`` of a
+    tensor ``h``, ``x.max(-1)``): each element is a tensor."""
+    func = call.func
+    short = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if short not in TUPLE_RETURNING or short in ("lstm", "gru"):
+        return False
+    if (qualified(ctx, func) or "").startswith("torch."):
+        return True
+    return isinstance(func, ast.Attribute) and depth < SHAPE_DEPTH and _shape(ctx, graph, func.value, depth + 1) == "tensor"
+
+
+def _call_shape(ctx: FileContext, graph: GraphFacts, call: ast.Call, depth: int = 0) -> str:
     module = _module_class(ctx, call.func)
     if module:
         if TUPLE_MODULES.match(module) and module.endswith("Cell"):
@@ -162,6 +178,10 @@ def _call_shape(ctx: FileContext, graph: GraphFacts, call: ast.Call) -> str:
         returns = [n.value for n in scope_nodes(local) if isinstance(n, ast.Return) and n.value is not None]
         if returns and all(isinstance(r, ast.Tuple) and len(r.elts) > 1 for r in returns):
             return "tuple"
+        if returns and depth < SHAPE_DEPTH:  # one shape for every return: ``return {"h": h}``
+            own = local.ctx or ctx
+            shapes = {_shape(own, facts(own, local), r, depth + 1) for r in returns}
+            return shapes.pop() if len(shapes) == 1 else "unknown"
     return "unknown"
 
 

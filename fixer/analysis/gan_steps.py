@@ -13,7 +13,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, OptimizerCall, optimizer_calls
+from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
 from fixer.analysis.graph import DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.graph_reuse import flows_straight, innermost_loop
 from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, same_pass_later
@@ -235,6 +235,18 @@ def discriminator_generator_pairs(
                 yield first, second
             elif (loop is None or any(p is loop for p in ctx.ancestors(one))) and runs_after_in_same_pass(ctx, scope, one, two, allow_first_loop=True):
                 yield first, second  # discriminator steps in a loop of their own (n_critic), then the generator step
+
+
+def gan_backwards(ctx: FileContext, scope: Scope) -> Optional[tuple[list[BackwardCall], list[OptimizerCall]]]:
+    """The scope's graph-freeing backward calls and its optimizer steps, when it may hold a GAN's
+    discriminator and generator steps: two such calls, and steps of two optimizers."""
+    calls = [c for c in backward_calls(ctx, scope) if c.kind in FREEING_KINDS]
+    if len(calls) < 2:
+        return None
+    steps = optimizer_steps(ctx, scope)
+    if len({s.owner for s in steps}) < 2:  # one optimizer: no generator and discriminator steps
+        return None
+    return calls, steps
 
 
 def text_of(ctx: FileContext, node: ast.AST) -> str:

@@ -13,6 +13,7 @@ import enum
 import re
 from typing import Optional
 
+from fixer.analysis.arguments import bound_arguments
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.bindings import defined_functions, imported_names, module_names, module_parameter
 from fixer.analysis.callees import called_function
@@ -77,9 +78,10 @@ def _max(kinds) -> Kind:
 class GraphFacts:
     """Graph-carrying facts for one scope."""
 
-    def __init__(self, ctx: FileContext, scope: Scope):
+    def __init__(self, ctx: FileContext, scope: Scope, bound: Optional[dict[str, Kind]] = None):
         self.ctx = ctx
         self.scope = scope
+        self.bound = bound or {}  # parameters a caller's arguments give a graph (a call's summary)
         self.bindings = scope_assignments(ctx, scope)  # (shared with every other asker of the scope's bindings)
         self.assignments = self.bindings.assignments
         self.backwarded: set[str] = set()
@@ -116,7 +118,7 @@ class GraphFacts:
             self._query_kinds = {}
         seen = _seen if _seen is not None else set()
         at = at or expr
-        if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.Dict, ast.DictComp, ast.SetComp, ast.Set)):
+        if isinstance(expr, ast.Constant) or isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp, ast.SetComp, ast.Set)):
             return Kind.NONE
         held = held_name(self.ctx, self.scope, expr) if isinstance(expr, (ast.Subscript, ast.Attribute)) else None
         if held is not None:  # out["loss"] after out = {"loss": loss}: the value of loss
@@ -138,11 +140,13 @@ class GraphFacts:
             return _max([self.kind(expr.body, at, seen), self.kind(expr.orelse, at, seen)])
         if isinstance(expr, (ast.Tuple, ast.List)):
             return _max(self.kind(e, at, seen) for e in expr.elts)
+        if isinstance(expr, ast.Dict):  # a container holds what its values hold
+            return _max(self.kind(v, at, seen) for v in expr.values)
         if isinstance(expr, ast.Starred):
             return self.kind(expr.value, at, seen)
         if isinstance(expr, ast.NamedExpr):
             return self.kind(expr.value, at, seen)
-        if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
             return self._comprehension(expr, at, seen)
         return Kind.NONE
 
@@ -151,7 +155,7 @@ class GraphFacts:
         bound = {n.id: g.iter for g in expr.generators for n in walk(g.target) if isinstance(n, ast.Name)}
         self._bound.append(bound)
         try:
-            return self.kind(expr.elt, at, seen)
+            return self.kind(expr.value if isinstance(expr, ast.DictComp) else expr.elt, at, seen)
         finally:
             self._bound.pop()
 
@@ -188,7 +192,7 @@ class GraphFacts:
         if defs:
             result = _max(self.kind(value, stmt, seen) for stmt, value in defs)
         else:
-            result = Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE
+            result = self.bound.get(name, Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE)
         if result == Kind.UNKNOWN and name in self.backwarded:
             result = Kind.GRAPH
             self._duck_typed.add(key)  # known only by its `.backward()`: maybe not a tensor
@@ -234,7 +238,8 @@ class GraphFacts:
             return _promote(args)
         local = self._local_function(func)
         if local is not None:  # a visible function is judged by what it returns, never by its name
-            return self._returns(local, seen)
+            result = self._returns(local, seen)
+            return self._bound_returns(local, call, at, seen) if result == Kind.UNKNOWN else result
         if self.is_module(func):
             return Kind.GRAPH
         receiver = self.kind(func.value, at, seen) if isinstance(func, ast.Attribute) else Kind.NONE
@@ -266,6 +271,8 @@ class GraphFacts:
             return None
         callee = facts(scope.ctx or self.ctx, scope)
         kind = _max(callee.kind(v.elts[index.value], v, seen) for v in values)
+        if kind == Kind.UNKNOWN and forward is None:
+            kind = self._bound_returns(scope, call, call, seen, index.value)
         return None if forward is not None and kind == Kind.UNKNOWN else kind  # unseen: a module output
 
     def _forward(self, func: ast.expr) -> Optional[Scope]:
@@ -282,6 +289,17 @@ class GraphFacts:
         result = _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
         seen.discard(key)  # a second call of the function in this question is no recursion
         return result
+
+    def _bound_returns(self, scope: Scope, call: ast.Call, at: ast.AST, seen: set, index: Optional[int] = None) -> Kind:
+        """What the function returns (element ``index`` of its tuples) given this call's arguments: a
+        parameter the call gives a graph or a leaf that requires grad carries it (``loss_fn(model(x),
+        y)``); the others stay unknown. Only GRAPH is concluded, never less than unknown."""
+        bound = {p: k for p, arg in bound_arguments(scope, call) if (k := self.kind(arg, at, seen)) >= Kind.LEAF}
+        own = scope.ctx or self.ctx
+        callee = own.memo(("bound_facts", id(scope.node), *sorted(bound.items())), lambda: GraphFacts(own, scope, bound)) if bound else None
+        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None] if callee else []
+        values = [v if index is None else v.elts[index] for v in values]
+        return Kind.GRAPH if any(callee.kind(v, v, seen) == Kind.GRAPH for v in values) else Kind.UNKNOWN
 
     def is_module(self, func: ast.expr) -> bool:
         """True if calling ``func`` runs an ``nn.Module`` forward pass."""

@@ -56,12 +56,13 @@ class IterationBackward:
 def iteration_backwards(ctx: FileContext) -> list[IterationBackward]:
     def compute() -> list[IterationBackward]:
         found = []
+        stepping = any(_every_call_backwards(ctx, scope) for scope in scopes(ctx))  # else no call runs a step
         for scope in scopes(ctx):
             for call in backward_calls(ctx, scope):
                 loop = innermost_loop(ctx, call.node, scope.node)
                 if loop is not None and frees_graph(call) and repeats_per_iteration(ctx, call, loop):
                     found.append(IterationBackward(scope, loop, scope, call))
-            for loop in (n for n in scope_nodes(scope) if isinstance(n, LOOPS)):
+            for loop in (n for n in scope_nodes(scope) if isinstance(n, LOOPS) and stepping):
                 found.extend(_through_step_calls(ctx, scope, loop))
         return found
 

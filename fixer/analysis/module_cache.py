@@ -29,16 +29,15 @@ from fixer.analysis.carried_flow import (
     surely_defines,
 )
 from fixer.analysis.bindings import module_classes
+from fixer.analysis.flag_resets import SETUP, reset_may_run_between_backwards, reset_through_flag
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.reset_calls import reset_between_backwards
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
 CUTS = ("detach", "repackage", "reset", "clear")
-SETUP = frozenset({"__init__", "reset_parameters", "_reset_parameters", "extra_repr"})
 
 
 @dataclass(frozen=True)
@@ -197,10 +196,12 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
         return True  # another object's attribute of that name: an instance of this class
     if method.class_node is not None and any(_assigned_on_objects(other, attr) for other in class_importers(ctx, method.class_node)):
         return True  # the training loop of a file that imports the class resets it
+    if reset_through_flag(ctx, method, methods, path, attr):
+        return True  # refilled under a flag that a reset sets at each step (``if self.should_reset:``)
     for other in methods:
         name = f"{other.self_name}.{attr}"
         if other.node.name not in SETUP and name in facts(ctx, other).assignments:
-            if other not in path and not (_resets(ctx, other, methods, name) and not _reset_elsewhere(ctx, other)):
+            if other not in path and not (_resets(ctx, other, methods, name) and not reset_may_run_between_backwards(ctx, other)):
                 return True  # (a reset that the training loop runs outside its backward loop manages nothing)
             if other in path and other is not method and _resets(ctx, other, methods, name):
                 return True
@@ -209,12 +210,6 @@ def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[S
                 if name in names_in(ctx.statement_of(node)):
                     return True
     return False
-
-
-def _reset_elsewhere(ctx: FileContext, reset: Scope) -> bool:
-    """The reset method may run between two backward calls: it is called so in this file, or the
-    class is used by other files (whose loops are not read here)."""
-    return reset_between_backwards(ctx, reset.node.name) or bool(class_importers(ctx, reset.class_node))
 
 
 def _assigned_on_objects(ctx: FileContext, attr: str, skip: frozenset[int] = frozenset()) -> bool:

@@ -60,6 +60,8 @@ def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
 
 def walked_setup_graphs(ctx: FileContext) -> list[WalkedSetupGraph]:
     def compute() -> list[WalkedSetupGraph]:
+        if not iteration_backwards(ctx):  # first: a file's classes are many, its training loops few
+            return []
         classes = {id(c): c for c in statement_index(ctx).classes}
         fields = {(key, attr): write for key, cls in classes.items() for attr, write in setup_graphs(ctx, cls).items()}
         if not fields:

@@ -23,6 +23,7 @@ from typing import Optional
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_functions, named_function, own_return, reaching, root_names  # noqa: F401 (re-exported)
 from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
+from fixer.analysis.held_values import held_name
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
@@ -72,7 +73,14 @@ class _Tracer:
     def origins(self, expr: ast.expr, at: ast.AST, prefix: tuple, _seen: Optional[set] = None) -> frozenset[Origin]:
         seen = _seen if _seen is not None else set()
         found: set[Origin] = set()
+        skip: set[int] = set()
         for node in flowing_nodes(self.ctx, expr):
+            if id(node) in skip:
+                continue
+            held = held_name(self.ctx, self.scope, node) if isinstance(node, ast.Subscript) else None
+            if held is not None:  # outputs["real"] after outputs = {"real": real, ...}: only that element
+                skip.add(id(node.value))
+                node = held
             if isinstance(node, ast.Call) and (helper := self.helper(node)) is not None:
                 found |= self._through_helper(node, helper, at, prefix, seen)
                 continue

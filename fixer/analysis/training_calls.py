@@ -16,8 +16,9 @@ import ast
 import re
 from typing import Callable, Optional
 
+from fixer.analysis.arguments import bound_arguments, parameters
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, imported_training_methods, optimizer_calls, training_functions
-from fixer.analysis.carried_flow import Feeding, always_runs, end_position, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_position, position, statement_effect
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
@@ -87,7 +88,7 @@ def training_call(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[Ba
     guard = periodic_parameter(callee)
     if guard is not None and not _counts_passes(ctx, scope, call, callee, guard):
         return None  # ``if step % 2 == 0: loss.backward()`` given something else than the loop's counter
-    arguments = [a for a in _bound_arguments(callee, call) if a[0] in fed]
+    arguments = [a for a in bound_arguments(callee, call) if a[0] in fed]
     # no position of its own: containment in it is decided by its elements, not by the call's span
     target = ast.Tuple(elts=[value for _, value in arguments], ctx=ast.Load())
     return BackwardCall(call, target, "call")
@@ -125,7 +126,7 @@ def _parameter_guard(ctx: FileContext, callee: Scope, call: BackwardCall) -> Opt
     guard = next((a for a in ctx.ancestors(call.node) if isinstance(a, ast.If)), None)
     if guard is None or guard.orelse or not any(guard is s for s in callee.node.body) or not always_runs(ctx, call.node, guard):
         return None
-    params = set(_parameters(callee))
+    params = set(parameters(callee))
     bound = {n.id for n in scope_nodes(callee) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     names = {n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name)}
     periodic = [
@@ -141,7 +142,7 @@ def _counts_passes(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope
     """The call gives the guard's parameter the counter of the loop around it (``for step in
     range(n)``, ``for step, batch in enumerate(loader)``), which runs more than k passes."""
     param, k = guard
-    argument = dict(_bound_arguments(callee, call)).get(param)
+    argument = dict(bound_arguments(callee, call)).get(param)
     loops = enclosing_loops(ctx, ctx.statement_of(call), scope)
     if not isinstance(argument, ast.Name) or not loops or not isinstance(loops[0], (ast.For, ast.AsyncFor)):
         return False
@@ -176,7 +177,7 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
     nodes = [n for n in scope_nodes(callee) if hasattr(n, "lineno") and position(n) <= end_position(stmt)]
     flowing = Feeding(ctx, callee.node.body, backward.target, stmt, names=_graph_names(ctx)).live
     fed = set()
-    for name in _parameters(callee):
+    for name in parameters(callee):
         if name in feeding.live and name in flowing and _flows_unchanged(ctx, callee, nodes, name, feeding):
             fed.add(name)
     return frozenset(fed)
@@ -193,7 +194,9 @@ def _flows_unchanged(ctx: FileContext, callee: Scope, nodes: list[ast.AST], name
     detaching method on it, or a rebinding of it to a value with no graph computed from it
     (``state = tuple(h.detach() for h in state)``, ``h = repackage_hidden(h)``)."""
     loads = sorted((n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)), key=position)
-    stores = [ctx.statement_of(n) for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    defaults = [g for n in loads if (g := _default_test(ctx, n)) is not None]
+    loads = [n for n in loads if not any(g.test.left is n for g in defaults)]
+    stores = [ctx.statement_of(n) for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) and not _when_none(ctx, n, defaults)]
     if not loads or any(end_position(s) <= position(loads[0]) for s in stores) or not feeding.reaches(loads[0]):
         return False
     graph = facts(ctx, callee)
@@ -209,20 +212,21 @@ def _flows_unchanged(ctx: FileContext, callee: Scope, nodes: list[ast.AST], name
     return True
 
 
-def _parameters(callee: Scope) -> list[str]:
-    args = callee.node.args
-    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-    return names[1:] if callee.self_name else names
+def _default_test(ctx: FileContext, load: ast.Name) -> Optional[ast.If]:
+    """``if state is None: state = ...``: the ``if`` whose test reads ``load`` only to fill in a
+    default (its body rebinds the name). The test is no use of the value: a given value flows on
+    unchanged, and the body runs only when the caller passed None, which carries no graph."""
+    test = ctx.parent(load)
+    guard = ctx.parent(test)
+    if not (isinstance(test, ast.Compare) and test.left is load and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
+        return None
+    if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return None
+    if not (isinstance(guard, ast.If) and guard.test is test):
+        return None
+    stores = [n for s in guard.body for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == load.id and isinstance(n.ctx, ast.Store)]
+    return guard if stores else None
 
 
-def _bound_arguments(callee: Scope, call: ast.Call) -> list[tuple[str, ast.expr]]:
-    """(parameter, argument) for the call's plain positional and keyword arguments."""
-    params = _parameters(callee)
-    bound: list[tuple[str, ast.expr]] = []
-    for index, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break
-        if index < len(params):
-            bound.append((params[index], arg))
-    bound += [(k.arg, k.value) for k in call.keywords if k.arg in params]
-    return bound
+def _when_none(ctx: FileContext, store: ast.Name, defaults: list[ast.If]) -> bool:
+    return any(contains(s, store) for guard in defaults for s in guard.body)
