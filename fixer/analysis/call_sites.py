@@ -13,7 +13,8 @@ from typing import Iterator, Optional
 
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.names import value_names
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.class_model import construction_argument, written_only_in
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 
 STARRED = ast.Starred()
@@ -54,7 +55,9 @@ def call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, Optional
     for caller, node in _uses(ctx).get((cls is not None, function), ()):
         if cls is not None:
             receiver, self_name = node.value, caller.self_name if caller.class_node is cls else None
-            if not isinstance(receiver, ast.Name) or receiver.id != self_name and receiver.id not in _instances(ctx, caller, cls) \
+            if isinstance(receiver, ast.Attribute) and field_instance(ctx, caller, receiver, cls):
+                pass  # self.tracker.record(...): the field holds an instance of the class for life
+            elif not isinstance(receiver, ast.Name) or receiver.id != self_name and not holds_instance(ctx, caller, receiver.id, cls) \
                     and not _the_class(ctx, receiver, cls):
                 continue  # another object's method of the same name
         parent = ctx.parent(node)
@@ -112,8 +115,100 @@ def _instances(ctx: FileContext, caller: Scope, cls: ast.ClassDef) -> set[str]:
         return {
             name
             for name, definitions in bindings.assignments.items()
-            if definitions
-            and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in definitions)
+            if definitions and all(_constructs(v, cls) for _, v in definitions)
         }
 
     return ctx.memo(("instances", id(caller.node), id(cls)), compute)
+
+
+def holds_instance(ctx: FileContext, scope: Scope, name: str, cls: ast.ClassDef) -> bool:
+    """``name`` holds an instance of ``cls`` in ``scope``: bound only to ``cls(...)`` there, or a
+    parameter every call passes one (``instance_parameters``, asked only of parameters)."""
+    if name in _instances(ctx, scope, cls):
+        return True
+    args = getattr(scope.node, "args", None)
+    return args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} \
+        and name in instance_parameters(ctx, scope, cls)
+
+
+def _constructs(value: Optional[ast.expr], cls: ast.ClassDef) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == cls.name
+
+
+def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> frozenset[str]:
+    """Parameters of a plain function (``train_step(model, meter)``) that hold an instance of
+    ``cls`` on every call: the function is called (never only named) in this file, every call
+    passes ``cls(...)``, a name its caller binds only to ``cls(...)`` (or that is itself such a
+    parameter) or the ``self`` of a method of ``cls``, and the function never rebinds the
+    parameter. Empty when any call is unknown, and on recursion (a function asked again while its
+    answer is computed)."""
+    if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
+        return frozenset()
+    computing = ("instance_parameters: computing", id(function.node), id(cls))
+    if computing in ctx.cache:
+        return frozenset()  # recursion: don't know
+
+    def compute() -> frozenset[str]:
+        ctx.cache[computing] = True
+        try:
+            return frozenset(_held_parameters(ctx, function, cls))
+        finally:
+            del ctx.cache[computing]
+
+    return ctx.memo(("instance_parameters", id(function.node), id(cls)), compute)
+
+
+def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> Iterator[str]:
+    args = function.node.args
+    rebound = scope_assignments(ctx, function).assignments
+    sites = list(call_sites(ctx, function))
+    if not sites or any(call is None for _, call in sites):
+        return
+    for name in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
+        position = parameter_position(function, name)
+        if rebound.get(name) or position is None:
+            continue
+        passed = [(caller, argument_of(call, name, position)) for caller, call in sites]
+        if all(_constructs(value, cls) or isinstance(value, ast.Name) and (holds_instance(ctx, caller, value.id, cls) or _own_self(caller, value, cls))
+               for caller, value in passed):
+            yield name
+
+
+def step_arguments(ctx: FileContext, function: Scope, name: str) -> Iterator[tuple[Scope, ast.Call, ast.expr]]:
+    """(caller, call, argument) for each call of a plain function that passes its parameter
+    ``name``, when the function never rebinds it: what the parameter holds on that call."""
+    if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
+        return
+    position = parameter_position(function, name)
+    if position is None or scope_assignments(ctx, function).assignments.get(name):
+        return
+    for caller, call in call_sites(ctx, function):
+        argument = argument_of(call, name, position) if call is not None else None
+        if argument is not None and argument is not STARRED:
+            yield caller, call, argument
+
+
+def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:
+    """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)`` or a name bound only
+    to one."""
+    given = life_field(ctx, method, receiver)
+    if given is None or _constructs(given, cls):
+        return given is not None
+    return isinstance(given, ast.Name) and holds_instance(ctx, scope_of(ctx, given), given.id, cls)
+
+
+def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[ast.expr]:
+    """What ``self.attr`` (``receiver``, in a method) holds for the object's whole life: the
+    argument the class's one construction gives the parameter ``__init__`` stores there once,
+    when nothing outside the class stores ``.attr`` (``class_model.construction_argument``)."""
+    if not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and method.self_name
+            and receiver.value.id == method.self_name and method.class_node is not None):
+        return None
+    if not written_only_in(ctx, method.class_node, receiver.attr):
+        return None
+    return construction_argument(ctx, method.class_node, receiver.attr)
+
+
+def _own_self(method: Scope, value: ast.Name, cls: ast.ClassDef) -> bool:
+    """``value`` is the ``self`` of a method of ``cls`` (``train_step(self, batch)`` in ``fit``)."""
+    return method.class_node is cls and method.self_name is not None and value.id == method.self_name

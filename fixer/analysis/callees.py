@@ -1,7 +1,11 @@
 """The function a call runs, when the project shows it: ``helper(...)`` and ``self.method(...)``
 in this file, ``obj.method(...)`` when every binding of ``obj`` constructs one class of this file
-(``instance_class``) or of another project file (``imported_instance_of``), and a function
-imported from another project file (imported_definitions). None when unknown."""
+(``instance_class``) or of another project file (``imported_instance_of``), or ``obj`` is a
+parameter to which every call of its function passes an instance of one class of this file
+(``call_sites.instance_parameters``), ``self.field.method(...)`` when the class stores ``Cls(...)``
+there (``field_method``) or the object holds such an instance given at its construction in
+``field`` for life (``call_sites.field_instance``), and a function imported from another project
+file (imported_definitions). None when unknown."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import ast
 import os
 from typing import Optional
 
+from fixer.analysis.call_sites import field_instance, holds_instance
 from fixer.analysis.class_model import attribute_writes, class_methods
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, last_name, qualified
@@ -32,15 +37,23 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             return candidate
         if attr and "." not in attr and head != scope.self_name and candidate.class_node is not None:
             instance_of = instance_of or [_instance_of(ctx, scope, head)]
-            if candidate.class_node is instance_of[0]:
+            if candidate.class_node is instance_of[0] or instance_of[0] is None and holds_instance(ctx, scope, head, candidate.class_node):
                 return candidate
-    if head == scope.self_name and attr.count(".") == 1:
-        return field_method(ctx, scope, *attr.split("."))  # self.core.step(...): Core.step
+    if head == scope.self_name and attr.count(".") == 1:  # self.core.step(...): Core.step
+        return field_method(ctx, scope, *attr.split(".")) or (_given_field_method(ctx, scope, func) if isinstance(func, ast.Attribute) else None)
     if not imported:
         return None
     if attr and "." not in attr and head != scope.self_name:
         return _imported_method(ctx, scope, head, attr)
     return imported_function(ctx, func)
+
+
+def _given_field_method(ctx: FileContext, scope: Scope, func: ast.Attribute) -> Optional[Scope]:
+    """``self.field.method``: the method of the class of this file whose instance the object
+    holds in ``field`` for life (``call_sites.field_instance``)."""
+    found = [c for c in _functions_named(ctx).get(func.attr, ())
+             if c.class_node is not None and c.self_name and ctx.parent(c.node) is c.class_node and field_instance(ctx, scope, func.value, c.class_node)]
+    return found[0] if len(found) == 1 else None
 
 
 def _imported_method(ctx: FileContext, scope: Scope, name: str, method: str) -> Optional[Scope]:

@@ -15,9 +15,11 @@ from fixer.context import FileContext
 
 
 def instance_method(ctx: FileContext, call: ast.Call) -> Optional[Scope]:
-    """The method of a project class that ``name.method(...)`` runs, or None."""
+    """The method of a project class that ``name.method(...)`` or ``self.field.method(...)`` (an
+    instance the object holds for life) runs, or None."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name) and not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name)):
         return None
     callee = called_function(ctx, enclosing_scope(ctx, call), func)
     if callee is None or callee.class_node is None or callee.self_name is None or callee.node.name != func.attr:

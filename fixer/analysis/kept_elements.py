@@ -19,6 +19,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from fixer.analysis.call_sites import call_sites, life_field, step_arguments
 from fixer.analysis.calls import backpropagates_in
 from fixer.analysis.element_stores import ElementStore, bound_argument, element_kinds, element_stores, numeric_readers
 from fixer.analysis.graph import Kind, facts
@@ -59,12 +60,31 @@ def kept_elements(ctx: FileContext) -> Iterator[KeptElements]:
 
 def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
     """The call runs in a loop that backpropagates, with grad recording on, on an object bound
-    before that loop: what its fields keep survives into the next iteration."""
+    before that loop: what its fields keep survives into the next iteration. A call in a step
+    function or method (no loop of its own) runs in each iteration of the loop around a call of
+    it: on an object its parameter holds, when that call's argument is bound before the loop; on
+    an object its ``self`` holds for life (``call_sites.life_field``), when the receiver of that
+    call is bound before the loop."""
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-    if not isinstance(receiver, ast.Name) or receiver.id == caller.self_name or under_no_grad(ctx, call):
+    if receiver is None or under_no_grad(ctx, call):
         return False
     loops = enclosing_loops(ctx, call, caller)
-    if not loops or not backpropagates_in(ctx, caller, loops[0]):
+    if loops:
+        return _made_before_loop(ctx, caller, call, receiver) and receiver.id != caller.self_name
+    lifted = life_field(ctx, caller, receiver) is not None or isinstance(receiver, ast.Name) and receiver.id != caller.self_name
+    steps = lifted and backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
+    if life_field(ctx, caller, receiver) is not None:
+        return any(_made_before_loop(ctx, site_scope, site, site.func.value, steps)
+                   for site_scope, site in call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
+    return isinstance(receiver, ast.Name) and receiver.id != caller.self_name and any(
+        _made_before_loop(ctx, site_scope, site, argument, steps) for site_scope, site, argument in step_arguments(ctx, caller, receiver.id))
+
+
+def _made_before_loop(ctx: FileContext, scope: Scope, call: ast.Call, receiver: ast.expr, steps: bool = False) -> bool:
+    """``receiver`` (a name) is bound before the innermost loop around ``call``, which backpropagates
+    (known from the function ``call`` runs, with ``steps``, or read from the loop)."""
+    loops = enclosing_loops(ctx, call, scope)
+    if not isinstance(receiver, ast.Name) or not loops or under_no_grad(ctx, call) or not (steps or backpropagates_in(ctx, scope, loops[0])):
         return False
-    defs = facts(ctx, caller).reaching(receiver.id, call)
+    defs = facts(ctx, scope).reaching(receiver.id, call)
     return bool(defs) and not any(any(a is loops[0] for a in ctx.ancestors(stmt)) for stmt, _ in defs)
