@@ -171,11 +171,11 @@ def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> l
 
     chosen = []
     for rule in rules:
-        key = (rule.applies_to.__func__, rule.prefilter.pattern, rule.also_needs)
+        if rule.also_needs not in data:
+            continue
+        key = (rule.applies_to.__func__, rule.prefilter.pattern)  # (with its literal there, a rule asks what the others do)
         if key not in answers:
-            answers[key] = rule.applies_to(data) or (
-                rule.prefilter is BACKWARD_CALL and rule.also_needs in data and imports_step()
-            )
+            answers[key] = rule.applies_to(data) or (rule.prefilter is BACKWARD_CALL and imports_step())
         if answers[key]:
             chosen.append(rule)
     return chosen
