@@ -26,6 +26,7 @@ from fixer.edits.values import method_edit
 from fixer.nodes import walk
 from fixer.rule import Edit
 from fixer.runtime.report import Finding, Piece
+from fixer.runtime.repair.cuts import mark_edit, marked
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, held_name, statement_at
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -112,7 +113,8 @@ def crossing_detach(ctx: FileContext, stmt: ast.stmt, name: str, finding: Findin
     text = ctx.text(base)
     where = _outermost_loop(ctx, stmt)
     edit = insert_before(ctx, where, f"{text} = {text}.detach()")
-    return candidate(f"detach `{text}` where it crosses into the next iteration (before line {where.lineno})", ctx, [edit], finding)
+    probe = [insert_before(ctx, where, f"{text} = {marked(text)}")]
+    return candidate(f"detach `{text}` where it crosses into the next iteration (before line {where.lineno})", ctx, [edit], finding, probe)
 
 
 def _value_of(stmt: ast.stmt, target: ast.expr) -> Optional[ast.expr]:
@@ -137,7 +139,7 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
     value = _appended(stmt, name) if target is None else _value_of(stmt, target)
     what = "a number" if method == "item" else "detached"
     if value is not None:
-        return candidate(f"store {what} at line {stmt.lineno}", ctx, [method_edit(ctx, value, method)], finding)
+        return candidate(f"store {what} at line {stmt.lineno}", ctx, [method_edit(ctx, value, method)], finding, [mark_edit(ctx, value)])
     if target is None or method != "detach" or isinstance(target, ast.Subscript):
         return None
     text = ctx.text(target)
@@ -147,7 +149,8 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
         rebuilt = f"type({text})(item.detach() for item in {text})"
     else:
         rebuilt = f"{text}.detach()"
-    return candidate(f"detach `{text}` after line {stmt.lineno} binds it", ctx, [insert_after(ctx, stmt, f"{text} = {rebuilt}")], finding)
+    probe = [insert_after(ctx, stmt, f"{text} = {marked(text)}")]
+    return candidate(f"detach `{text}` after line {stmt.lineno} binds it", ctx, [insert_after(ctx, stmt, f"{text} = {rebuilt}")], finding, probe)
 
 
 def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:
@@ -158,7 +161,7 @@ def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> O
     if whole is None or not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(whole.elts):
         return None
     edits = [method_edit(ctx, v, "detach") for v in value.elts]
-    return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding)
+    return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding, [mark_edit(ctx, v) for v in value.elts])
 
 
 def uncache(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:
