@@ -1,0 +1,52 @@
+"""A graph that no backward walks, of several forward passes, held across optimizer steps: the
+validation epoch run with autograd on whose summed loss (``total += loss``) the training loop
+keeps until the next validation. It does not grow with the steps (one validation's graphs,
+replaced at the next), so the leak's growth test never sees it; what tells it from a loss kept
+for a log line is that none of its nodes was ever freed by a backward, and that it holds the
+same forward code's nodes several times (one per batch).
+
+The leak sampler (fixer.runtime.leaks) asks, at each of its samples, for every holder whose
+value is the very graph it held at the sample before (optimizer steps ran between)."""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from typing import Any, Optional
+
+from fixer.runtime import graphwalk
+
+PASSES = 3  # forward passes (nodes built at one place) a held graph must hold
+BUDGET = 4000  # nodes walked per graph
+
+
+class Unwalked:
+    def __init__(self) -> None:
+        self._last: dict[tuple, weakref.ref] = {}  # holder's key -> the record of the root it held at the last sample
+
+    def held_again(self, key: tuple, value: Any) -> bool:
+        """``value``'s graph is the one ``key`` held at the sample before."""
+        record = graphwalk.record(value.grad_fn)
+        before = self._last.get(key)
+        if record is None:
+            return False
+        self._last[key] = weakref.ref(record)
+        return before is not None and before() is record
+
+    def forget(self, keys: Any) -> None:
+        for key in [k for k in self._last if k not in keys]:
+            del self._last[key]
+
+
+def passes(value: Any) -> Optional[int]:
+    """How many times one place's nodes occur in ``value``'s graph, when no backward freed any of
+    its nodes and that is at least PASSES; else None."""
+    counts: Counter = Counter()
+    for number, (node, _) in enumerate(graphwalk.walk([value.grad_fn])):
+        if number > BUDGET or graphwalk.is_freed(node):
+            return None
+        record = graphwalk.record(node)
+        if record is not None:
+            counts[id(record.stack)] += 1
+    most = max(counts.values(), default=0)
+    return most if most >= PASSES else None
