@@ -160,7 +160,7 @@ class Leaks(Observer):
             counts.append(len(iterations))
             del counts[:-GROWING]
             growing = len(counts) == GROWING and all(a < b for a, b in zip(counts, counts[1:]))
-            if self._unwalked.held_again(key, value) and key not in self._reported and len(roots) == 1:
+            if self._unwalked.held_again(key, value) and key not in self._reported and len({id(r) for r in roots}) == 1:
                 many = passes(value)
                 if many is not None:
                     self._reported.add(key)
