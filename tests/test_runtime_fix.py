@@ -40,7 +40,6 @@ KNOWN_GAPS: dict[str, str] = {
         "pinn_method_net_f", "pinn_ode_physics_loss",
     )},
     "loss_accumulated_with_graph/trainer_metric_lists": _NOT_SEEN,
-    "loss_accumulated_with_graph/eval_called_while_recording": _NOT_SEEN,
     "fake_not_detached_for_discriminator/retain_graph_band_aid": _NOT_SEEN.replace("WATCHED_GAPS", "SILENT_GAPS"),
 }
 CASES = [c for c in discover() if c.rule_module in RULES + WATCHED and c.before]

@@ -234,3 +234,19 @@ def test_wrap_in_moves_a_statement_under_a_with(tmp_path: Path) -> None:
     ctx = FileContext(str(tmp_path / "a.py"), text)
     stmt = ctx.tree.body[0].body[0]
     assert apply_edits(text, [wrap_in(ctx, stmt, "with torch.no_grad()")]) == "if True:\n    with torch.no_grad():\n        y = f(\n            x)  # keep\n    z = 1\n"
+
+
+def test_builders_move_zero_grad_before_the_backward_then_after_the_step(tmp_path: Path) -> None:
+    text = "for x in xs:\n    loss = f(x)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
+    pieces = (Piece("gradient from", "", 3, None, ""), Piece("wiped by", "", 4, 1, ""), Piece("stepped", "", 5, 1, ""))
+    found = _titles(tmp_path, text, Finding("GF201", "", "", 4, 0, "", pieces))
+    assert found == [
+        ("move zero_grad() (line 4) before the backward at line 3", "for x in xs:\n    loss = f(x)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"),
+        ("move zero_grad() (line 4) after the step at line 5", "for x in xs:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n    opt.zero_grad()\n"),
+    ]
+
+
+def test_builders_reset_the_gradients_a_step_keeps_using(tmp_path: Path) -> None:
+    text = "for x in xs:\n    f(x).backward()\n    self.opt.step()\n"
+    found = _titles(tmp_path, text, Finding("GF203", "", "", 3, 0, "", (Piece("stepped", "", 3, 2, ""),)))
+    assert found == [("reset the gradients after the step at line 3", "<same>    self.opt.zero_grad()\n")]

@@ -34,3 +34,15 @@ def wrap_in(ctx: FileContext, stmt: ast.stmt, header: str) -> Optional[Edit]:
     lines = ctx.source[start:end].splitlines(keepends=True)
     inner = "".join(f"{ctx.indent_unit}{line}" if line.strip() else line for line in lines)
     return Edit(start, end, f"{ctx.indent_of(stmt.lineno)}{header}:{ctx.newline}{inner}")
+
+
+def move_edits(ctx: FileContext, stmt: ast.stmt, anchor: ast.stmt, after: bool = False) -> Optional[list[Edit]]:
+    """``stmt`` (alone on one line) taken out and put just before ``anchor`` (``after``: just
+    below it), at ``anchor``'s indentation; None when either shares its line or they overlap."""
+    if not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno or not ctx.is_own_line(anchor):
+        return None
+    if anchor.lineno <= stmt.lineno <= (anchor.end_lineno or anchor.lineno):
+        return None
+    removed = Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.lineno), "")
+    text = ctx.text(stmt)
+    return [removed, insert_after(ctx, anchor, text) if after else insert_before(ctx, anchor, text)]

@@ -16,6 +16,7 @@ from fixer.runtime.repair.builds import no_grad_at_build, outside_loops
 from fixer.runtime.repair.calls import create_graph, drop_retain
 from fixer.runtime.repair.candidate import Candidate, context, pieces, statement_at
 from fixer.runtime.repair.losses import fresh_value, sum_losses
+from fixer.runtime.repair.protocol import move_zero_grad, zero_after_step
 from fixer.runtime.repair.stores import store_repairs
 from fixer.runtime.repair.uses import detach_inputs, recompute_before_use
 
@@ -54,6 +55,10 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
         yield from chain.from_iterable(recompute_before_use(finding, s, u, failed) for s in stored for u in used)
     if code in ("GF101", "GF102", "GF104"):
         yield from chain.from_iterable(store_repairs(finding, p, ("crossing", "detach", "uncache")) for p in stored)
+    if code == "GF201":
+        yield from move_zero_grad(finding)
+    if code == "GF203":
+        yield from zero_after_step(finding)
     if code == "GF301":
         yield from chain.from_iterable(store_repairs(finding, p, ("item", "detach")) for p in stored)
     if code in _BUILT:
