@@ -138,7 +138,12 @@ class Leaks(Observer):
                     push(child)
         return found, oldest, visited
 
+    def _roots(self) -> set[int]:
+        """The records of the graphs the recent backward calls walked from (ids)."""
+        return {id(r) for c in self.recorder.calls for r in c.root_records}
+
     def _sample(self, call: Any, tensors: tuple, current: int, roots: Optional[list] = None) -> None:
+        in_loop = roots is None  # (not the program's last look from its globals)
         groups: dict[tuple, tuple[Holder, list, Any]] = {}
         for holder, value, root in graph_holders(roots):
             if holder.bounded:  # a deque(maxlen=k): a window, however long it is
@@ -160,8 +165,8 @@ class Leaks(Observer):
             counts.append(len(iterations))
             del counts[:-GROWING]
             growing = len(counts) == GROWING and all(a < b for a, b in zip(counts, counts[1:]))
-            if self._unwalked.held_again(key, value) and key not in self._reported and len({id(r) for r in roots}) == 1:
-                many = passes(value)
+            if in_loop and self._unwalked.held_again(key, value) and key not in self._reported and len({id(r) for r in roots}) == 1:
+                many = passes(value, self._roots())
                 if many is not None:
                     self._reported.add(key)
                     self._report_unwalked(holder, value, many, call, tensors)

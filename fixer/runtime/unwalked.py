@@ -6,7 +6,8 @@ for a log line is that none of its nodes was ever freed by a backward, and that 
 same forward code's nodes several times (one per batch).
 
 The leak sampler (fixer.runtime.leaks) asks, at each of its samples, for every holder whose
-value is the very graph it held at the sample before (optimizer steps ran between)."""
+value is the very graph it held at the sample before (optimizer steps ran between); not at the
+program's end (the last loss is still held there, and a retained graph is never freed)."""
 
 from __future__ import annotations
 
@@ -38,15 +39,18 @@ class Unwalked:
             del self._last[key]
 
 
-def passes(value: Any) -> Optional[int]:
-    """How many times one place's nodes occur in ``value``'s graph, when no backward freed any of
-    its nodes and that is at least PASSES; else None."""
+def passes(value: Any, roots: set) -> Optional[int]:
+    """How many forward passes ``value``'s graph holds (the most nodes of one kind built at one
+    place), when no backward freed any of its nodes, none of them is a backward's root
+    (``roots``: their records) and that is at least PASSES; else None."""
     counts: Counter = Counter()
     for number, (node, _) in enumerate(graphwalk.walk([value.grad_fn])):
         if number > BUDGET or graphwalk.is_freed(node):
             return None
         record = graphwalk.record(node)
         if record is not None:
-            counts[id(record.stack)] += 1
+            if id(record) in roots:
+                return None
+            counts[(id(record.stack), type(node))] += 1
     most = max(counts.values(), default=0)
     return most if most >= PASSES else None
