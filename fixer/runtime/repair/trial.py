@@ -6,8 +6,14 @@ What proves a candidate for one finding: the re-run no longer reports it (same r
 line), ends cleanly or with a new finding of its own, reaches at least as many optimizer steps
 and iterations, sees no NaN or infinite gradient, and every parameter that got a gradient in
 the first run (from a loss of its own iteration, fixer.runtime.gradients) still gets one at its
-optimizer's latest steps, and one that no module holds is still reached at the latest steps of its optimizer in the re-run (a detach that cuts a
-generator or an encoder off the loss is refused, measured). A new finding is the next round's
+optimizer's latest steps, and one that no module holds is still reached at the latest steps of
+its optimizer in the re-run (a detach that cuts a generator or an encoder off the loss is
+refused, measured). A cut (``.detach()``, ``.item()``, ``torch.no_grad()``) must also pass its
+probe: the original program run with the cut value marked, no backward may send through it a
+gradient that an optimizer then steps with (fixer.runtime.repair.cuts, fixer.runtime.flows):
+detaching the critic's score in the generator's loss is refused although the generator keeps
+its pixel gradient; detaching the fake for the critic's step is not, where the generator's
+gradients are reset before its own step. A new finding is the next round's
 work (a second cache filled like the first); when the last round leaves none the repair is
 done, otherwise every file is put back. A raising finding is re-run only a little past where
 the first run failed (``--max-steps``: its steps + 2); one found while the program runs is
