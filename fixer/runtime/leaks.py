@@ -165,8 +165,8 @@ class Leaks(Observer):
             counts.append(len(iterations))
             del counts[:-GROWING]
             growing = len(counts) == GROWING and all(a < b for a, b in zip(counts, counts[1:]))
-            if in_loop and self._unwalked.held_again(key, value) and key not in self._reported and len({id(r) for r in roots}) == 1:
-                many = passes(value, self._roots())
+            if in_loop and self._steps and self._unwalked.held_again(key, value) and key not in self._reported and len({id(r) for r in roots}) == 1:
+                many = passes(value, self._roots(), self._steps[0])
                 if many is not None:
                     self._reported.add(key)
                     self._report_unwalked(holder, value, many, call, tensors)
