@@ -60,7 +60,8 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.graph import facts
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit

@@ -78,25 +78,14 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import (
-    CarriedValue,
-    Iteration,
-    carried_values,
-    field_initials,
-    is_container,
-    is_empty_container,
-    is_tensor_buffer,
-    managed_elsewhere,
-    object_manages,
-    project_object_class,
-)
-from fixer.analysis.carried_flow import Feeding, contains, inside, position
-from fixer.analysis.carried_shape import initial_value
-from fixer.analysis.graph import Kind, facts, scope_of
-from fixer.analysis.importers import class_importers
-from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import scope_nodes, scopes, statement_index
-from fixer.analysis.project import called_function
+from fixer.analysis.carried import CarriedValue, Iteration, carried_values
+from fixer.analysis.carried_flow import inside, position
+from fixer.analysis.episode_buffers import episode_buffers, only_through_container
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.names import dotted
+from fixer.analysis.number_starts import is_number, may_start_as_number
+from fixer.analysis.object_fields import is_tensor_buffer
+from fixer.analysis.scopes import scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -116,9 +105,9 @@ class GraphCarriedAcrossIterations(Rule):
                 yield self._report(ctx, scope, value)
 
     def _report(self, ctx: FileContext, scope, value: CarriedValue) -> Diagnostic:
-        if value.container and value.read_after_store and _only_through_container(ctx, value) and not is_tensor_buffer(ctx, value.initial):
+        if value.container and value.read_after_store and only_through_container(ctx, value) and not is_tensor_buffer(ctx, value.initial):
             node = value.stores[0][0]
-            buffers = _episode_buffers(ctx, scope, value)
+            buffers = episode_buffers(ctx, scope, value)
             edits = _clear_edits(ctx, value, buffers)
             when = "after this call's backward" if value.stored_elsewhere else "at the start of each iteration"
             fix = f"empty {', '.join(f'`{b}`' for b in buffers)} {when}"
@@ -148,10 +137,6 @@ class GraphCarriedAcrossIterations(Rule):
         return self.diagnostic(ctx, node, message, edits, applicability, title=f"Detach `{value.name}` at the iteration boundary")
 
 
-def _is_number(value: Optional[ast.expr]) -> bool:
-    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
-
-
 def _torch_alias(ctx: FileContext) -> Optional[str]:
     """The name ``import torch`` (or ``import torch as th``) binds, if any."""
     for node in statement_index(ctx).imports:
@@ -160,73 +145,6 @@ def _torch_alias(ctx: FileContext) -> Optional[str]:
                 if alias.name == "torch":
                     return alias.asname or "torch"
     return None
-
-
-def _only_through_container(ctx: FileContext, value: CarriedValue) -> bool:
-    """Every stored value reaches the loss only through the container: an expression, or a name
-    read nowhere else in the iteration (``log_probs.append(dist.log_prob(a))`` ... ``stack(log_probs)``).
-    Storing detached values would then leave this iteration's loss without its own gradient."""
-    store_stmts = [s for s, _ in value.stores]
-    for stmt, stored in value.stores:
-        name = dotted(stored) if isinstance(stored, (ast.Name, ast.Attribute)) else None
-        if name is not None:  # a variable or a field (``self.h``) read elsewhere: gradient flows there too
-            for node in walk(scope_of(ctx, stmt).node if value.stored_elsewhere else value.iteration.node):
-                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == name:
-                    if not any(contains(s, node) for s in store_stmts):
-                        return False
-        elif not isinstance(stored, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute)):
-            return False
-    return True
-
-
-def _episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
-    """The container and the other lists filled alongside it in the same pass whose contents reach
-    the same backward (``rewards`` next to ``saved_log_probs``): emptying one but not the others
-    would pair this pass's entries with earlier passes'."""
-    it = value.iteration
-    graph = facts(ctx, scope)
-    feeding = Feeding(ctx, it.body, it.backward.target, ctx.statement_of(it.backward.node))
-    buffers = [value.name]
-    if value.stored_elsewhere:
-        # filled anywhere (``agent.rewards.append(r)`` in the training loop): every empty
-        # ``self`` list this call reads into its loss that something appends to
-        owner = value.name.split(".", 1)[0]
-        found = None if owner == scope.self_name else project_object_class(ctx, owner)
-        users = class_importers(ctx, scope.class_node) if found is None and scope.class_node is not None else []
-        filled = {node.func.value.attr for each in [ctx, *users] for node in walk(each.tree) if _appends_to_attribute(node)}
-        for name in sorted(feeding.live):
-            if name in buffers or not name.startswith(f"{owner}.") or name.count(".") != 1 or name[len(owner) + 1 :] not in filled:
-                continue
-            if found is None:
-                initial, defined = initial_value(ctx, scope, graph, it, name)
-            else:
-                inits = field_initials(*found, name.split(".", 1)[1])
-                initial, defined = (inits[0] if inits else None), bool(inits)
-            rebuilt = any(inside(ctx, s, it.node) for s, _ in graph.assignments.get(name, []))
-            managed = object_manages(ctx, scope, name, found) if found else any(managed_elsewhere(each, scope, name, scope.class_node) for each in [ctx, *users])
-            if defined and is_empty_container(initial) and not rebuilt and not managed:
-                buffers.append(name)
-        return buffers
-    for node in walk(it.node):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")):
-            continue
-        name = dotted(node.func.value)
-        if not name or name in buffers or name not in feeding.live:
-            continue
-        initial, defined = initial_value(ctx, scope, graph, it, name)
-        rebuilt = any(inside(ctx, s, it.node) for s, _ in graph.assignments.get(name, []))
-        if defined and is_container(ctx, initial) and not rebuilt:
-            buffers.append(name)
-    return buffers
-
-
-def _appends_to_attribute(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("append", "extend", "insert", "appendleft")
-        and isinstance(node.func.value, ast.Attribute)
-    )
 
 
 def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
@@ -258,7 +176,7 @@ def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[s
 
 def _cut_line(value: CarriedValue) -> Optional[str]:
     name = value.name
-    if value.shape == "tensor" or _is_number(value.initial):
+    if value.shape == "tensor" or is_number(value.initial):
         return f"{name} = {name}.detach()"
     if value.shape == "tuple":
         item = "t" if name == "h" else "h"
@@ -279,7 +197,7 @@ def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:
         line = f"{name} = {name}.detach() if {torch}.is_tensor({name}) else tuple(h.detach() for h in {name})"
     if line is None:
         return []
-    if _is_number(value.initial) or _may_start_as_number(ctx, scope, value):
+    if is_number(value.initial) or may_start_as_number(ctx, scope, value):
         if torch is None:
             return []
         # starts as a number (`total = 0`, or maybe: `total = start()`): a tensor only from the second pass on
@@ -300,37 +218,6 @@ def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:
     text = f"{indent}if {value.name} is not None:{nl}{indent}{ctx.indent_unit}{line}{nl}" if guard else f"{indent}{line}{nl}"
     start = ctx.line_start(stmt.lineno)
     return [Edit(start, start, text)]
-
-
-def _may_start_as_number(ctx: FileContext, scope, value: CarriedValue) -> bool:
-    """The value starts from a call outside torch that may give a number, which has no ``detach``:
-    a project function with a ``return 0.0``, or a function graphfix cannot see into giving the
-    start of a running total (``total = start_total()`` ... ``total += loss``)."""
-    initial = value.initial
-    if not isinstance(initial, ast.Call) or (qualified(ctx, initial.func) or "").startswith("torch."):
-        return False
-    returns_number = _returns_number(ctx, scope, initial, 3)
-    if returns_number is not None:
-        return returns_number
-    stmt = ctx.statement_of(value.read)
-    if isinstance(stmt, ast.AugAssign):
-        return dotted(stmt.target) == value.name
-    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.BinOp) and any(dotted(t) == value.name for t in stmt.targets)
-
-
-def _returns_number(ctx: FileContext, scope, call: ast.Call, depth: int) -> Optional[bool]:
-    """Some ``return`` of the project function ``call`` runs gives a number (``return 0.0``, or the
-    result of another such function); None when the function cannot be seen."""
-    callee = called_function(ctx, scope, call.func)
-    if depth == 0 or callee is None or isinstance(callee.node, ast.Module):
-        return None
-    own = callee.ctx or ctx
-    for node in scope_nodes(callee):
-        if isinstance(node, ast.Return) and _is_number(node.value):
-            return True
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and _returns_number(own, callee, node.value, depth - 1):
-            return True
-    return False
 
 
 def _noop_detach_loop(stmt: ast.stmt, name: str) -> bool:

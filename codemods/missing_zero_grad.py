@@ -54,41 +54,21 @@ but the rule cannot prove it is not.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator, Optional
 
-from fixer.analysis.class_model import held_for_life
-from fixer.analysis.names import dotted
-from fixer.analysis.call_events import call_events, resolved_callee
+from fixer.analysis.call_events import Event, block_events, resolved_callee
+from fixer.analysis.calls import optimizer_call, optimizer_calls
+from fixer.analysis.gradient_resets import mentions_other_reset, resets_in_scope, zeroed_in_loop
 from fixer.analysis.passes import pass_body
+from fixer.analysis.protocol import call_loops, is_plain_step, optimizer_scopes, zeroes_for
 from fixer.analysis.recurring import runs_on_many_iterations
-from fixer.analysis.calls import backward_calls, is_scaler, optimizer_call, optimizer_calls
-from fixer.analysis.protocol import (
-    Event,
-    call_loops,
-    block_events,
-    is_optimizer_construction,
-    is_plain_step,
-    optimizer_params,
-    optimizer_scopes,
-    scope_for,
-    zeroes_for,
-)
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes
 from fixer.analysis.statement_moves import attached_start, is_docstring
-from fixer.analysis.scopes import LOOPS, Scope, assigned_values, scope_nodes, scopes, statement_index
+from fixer.analysis.step_closures import backpropagates_plainly, built_by_torch, closure_of
 from fixer.context import FileContext
+from fixer.edits.statements import insert_at_top
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
-
-# any spelling of clearing or rewriting gradients: p.grad = None, p.grad.zero_(), zero_grad, set_to_none
-GRADIENT_RESET = re.compile(
-    r"\.(_|main_)?grad\b(?!\s*\()|\w*(zero_?grad|grad_?zero|clear_?grad|reset_?grad|set_to_none)\w*"
-    r"|\b(setattr|delattr)\s*\([^,]+,\s*[\"'](_|main_)?grad[\"']",  # setattr(p, "grad", None)
-    re.IGNORECASE,
-)
-# framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
-HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
-MAX_HELPER_DEPTH = 2  # how deep the optimizer is followed through helpers that pass it on
 
 
 class MissingZeroGrad(Rule):
@@ -116,13 +96,13 @@ class MissingZeroGrad(Rule):
         if not backwards or any(e.spelling == "owner" or e.conditional for e in backwards) or any(e.kind == "zero_grad" for e in events):
             return
         steps = [e for e in events if e.kind == "step" and not e.conditional and e.index > backwards[0].index and is_plain_step(e)]
-        if len(steps) != 1 or steps[0].via is not None or _zeroed_in_loop(ctx, scope, scope.node, steps[0].owner):
+        if len(steps) != 1 or steps[0].via is not None or zeroed_in_loop(ctx, scope, scope.node, steps[0].owner):
             return
         loops = call_loops(ctx, scope)
         if loops is None or any(id(caller.node) in _optimizer_scope_ids(own) for own, caller, _ in loops):
             return  # a caller's loop that shows optimizer calls is checked, with this call, as a loop
         for own, caller, loop in loops:
-            if any(e.kind == "zero_grad" for e in block_events(own, caller, pass_body(loop), through_calls=True)) or _mentions_other_reset(own, loop):
+            if any(e.kind == "zero_grad" for e in block_events(own, caller, pass_body(loop), through_calls=True)) or mentions_other_reset(own, loop):
                 return
         step = steps[0]
         zero = f"{step.owner}.zero_grad()"
@@ -132,7 +112,7 @@ class MissingZeroGrad(Rule):
             f"loops, but `{step.owner}`'s gradients are never cleared: each step applies the sum of all gradients "
             f"so far; call `{zero}` before the forward pass"
         )
-        edits = _at_top(ctx, scope.node, zero)
+        edits = insert_at_top(ctx, scope.node, zero)
         yield self.diagnostic(ctx, step.site, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of `{scope.node.name}`")
 
     def _check_closures(self, ctx: FileContext, scope: Scope) -> Iterator[Diagnostic]:
@@ -141,14 +121,14 @@ class MissingZeroGrad(Rule):
         for call in optimizer_calls(ctx, scope):
             if call.kind != "step" or call.via_scaler:
                 continue
-            closure = _closure_of(ctx, scope, call.node)
-            if closure is None or not _backpropagates_plainly(ctx, closure) or not _built_by_torch(ctx, call.owner):
+            closure = closure_of(ctx, scope, call.node)
+            if closure is None or not backpropagates_plainly(ctx, closure) or not built_by_torch(ctx, call.owner):
                 continue  # SAM-style wrappers zero the gradients inside step() themselves
             loop = next((a for a in ctx.ancestors(call.node) if isinstance(a, LOOPS) or a is scope.node), scope.node)
             region = loop if loop is not scope.node else closure.node
-            if _zeroed_in_loop(ctx, closure, closure.node, call.owner) or _zeroed_in_loop(ctx, scope, region, call.owner):
+            if zeroed_in_loop(ctx, closure, closure.node, call.owner) or zeroed_in_loop(ctx, scope, region, call.owner):
                 continue
-            if loop is scope.node and _resets_in_scope(ctx, scope, call.owner):
+            if loop is scope.node and resets_in_scope(ctx, scope, call.owner):
                 continue
             yield self._report_closure(ctx, closure, call)
 
@@ -159,7 +139,7 @@ class MissingZeroGrad(Rule):
             f"`{call.owner}`'s gradients: each evaluation adds to the gradients of the previous ones (LBFGS "
             f"re-evaluates it several times per step); call `{zero}` at the top of the closure"
         )
-        edits = _at_top(ctx, closure.node, zero)
+        edits = insert_at_top(ctx, closure.node, zero)
         return self.diagnostic(ctx, call.node, message, edits, Applicability.UNSAFE, title=f"Insert `{zero}` at the top of the closure")
 
     def _check_loop(self, ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[Diagnostic]:
@@ -176,7 +156,7 @@ class MissingZeroGrad(Rule):
                 continue
             if step.conditional and (step.via is not None or not runs_on_many_iterations(ctx, step.call, loop)):
                 continue  # may run once per loop (or its guard says nothing)
-            if not is_plain_step(step) or _zeroed_in_loop(ctx, scope, loop, step.owner):
+            if not is_plain_step(step) or zeroed_in_loop(ctx, scope, loop, step.owner):
                 continue
             if any(e.kind == "zero_grad" and e.via is not None and zeroes_for(ctx, e.owner or "", step.owner) is not False for e in events):
                 continue  # a function the loop calls clears them (maybe one its callee calls)
@@ -204,18 +184,6 @@ class MissingZeroGrad(Rule):
         return self.diagnostic(ctx, step.site, message, edits, Applicability.UNSAFE, title=f"Insert `{call}` at the top of {where}")
 
 
-
-def _at_top(ctx: FileContext, function: ast.AST, line: str) -> list[Edit]:
-    """Insert ``line`` before the function's first statement (after its docstring), unless the
-    body sits on the ``def`` line."""
-    body = function.body
-    first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
-    if first.lineno <= function.lineno:
-        return []
-    at = attached_start(ctx, first)
-    return [Edit(at, at, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]
-
-
 def _optimizer_scope_ids(ctx: FileContext) -> frozenset[int]:
     """The scopes the rule checks (``optimizer_scopes``), by node, computed once per file."""
     return ctx.memo("missing_zero_grad_scopes", lambda: frozenset(id(s.node) for s in optimizer_scopes(ctx)))
@@ -231,167 +199,3 @@ def _step_function_top(ctx: FileContext, scope: Scope, step: Event) -> Optional[
     body = callee.node.body
     first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
     return (first, f"{inner.owner}.zero_grad()") if first.lineno > callee.node.lineno else None
-
-
-def _closure_of(ctx: FileContext, scope: Scope, step: ast.Call) -> Optional[Scope]:
-    """The local function passed to ``step`` (``step(closure)`` / ``step(closure=closure)``)."""
-    argument = step.args[0] if len(step.args) == 1 and not step.keywords else None
-    if argument is None and len(step.keywords) == 1 and step.keywords[0].arg == "closure" and not step.args:
-        argument = step.keywords[0].value
-    if isinstance(argument, ast.Name):
-        found = [
-            s for s in scopes(ctx)
-            if isinstance(s.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.node.name == argument.id and scope_for(ctx, s.node) is scope
-        ]
-        return found[0] if len(found) == 1 and not found[0].node.args.args else None
-    if isinstance(argument, ast.Attribute) and isinstance(argument.value, ast.Name) and argument.value.id == scope.self_name:
-        found = [  # ``self.optimizer.step(self.loss_func)``: a method of this class without other parameters
-            s for s in scopes(ctx)
-            if s.class_node is scope.class_node and s.node.name == argument.attr and len(s.node.args.args) == 1
-        ]
-        return found[0] if len(found) == 1 and not found[0].node.decorator_list else None
-    return None
-
-
-def _built_by_torch(ctx: FileContext, optimizer: str) -> bool:
-    """Every assignment of ``optimizer`` in the file builds a torch optimizer (``torch.optim.LBFGS``)."""
-    values = [a.value for a in statement_index(ctx).assigns if len(a.targets) == 1 and dotted(a.targets[0]) == optimizer]
-    return bool(values) and all(is_optimizer_construction(ctx, value) for value in values)
-
-
-def _resets_in_scope(ctx: FileContext, scope: Scope, optimizer: str) -> bool:
-    """Outside any loop: a zero_grad of a related object, or any other gradient reset, in the scope."""
-    for node in scope_nodes(scope):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad":
-            if zeroes_for(ctx, dotted(node.func.value) or "", optimizer) is not False:
-                return True
-    return not isinstance(scope.node, ast.Module) and _mentions_other_reset(ctx, scope.node)
-
-
-def _backpropagates_plainly(ctx: FileContext, closure: Scope) -> bool:
-    """The closure calls ``loss.backward()`` (not through a wrapper that manages gradients)."""
-    calls = backward_calls(ctx, closure)
-    return any(c.kind in ("method", "autograd.backward", "scaler") for c in calls) and not any(c.kind == "owner" for c in calls)
-
-
-def _zeroed_in_loop(ctx: FileContext, scope: Scope, loop: ast.AST, optimizer: str) -> bool:
-    """True unless the loop provably never clears ``optimizer``'s gradients: every zero_grad in
-    it is on an unrelated optimizer, nothing else touches ``.grad``, no helper it calls might, and
-    the optimizer and its models are not rebuilt inside the loop."""
-    models = optimizer_params(ctx).get(optimizer)
-    objects = {optimizer} | set(models or ())
-    for node in walk(loop):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad":
-            if zeroes_for(ctx, dotted(node.func.value) or "", optimizer) is not False:
-                return True
-        elif isinstance(node, ast.Call) and _helper_may_reset(ctx, scope, node, objects):
-            return True
-        elif isinstance(node, ast.Call) and dotted(node.func) == optimizer:
-            return True  # a callable optimizer (Pyro's ``optim(params)``) is not a torch.optim one
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _rebinds(node, objects):
-            return True  # a fresh optimizer or model each iteration starts without gradients
-        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True  # the consumer of a generator loop may clear gradients between steps
-    return _mentions_other_reset(ctx, loop)
-
-
-def _mentions_other_reset(ctx: FileContext, loop: ast.AST) -> bool:
-    """A gradient reset other than ``x.zero_grad()`` (which the caller judged by its owner):
-    ``p.grad = None``, ``zero_grads(params)``, ``set_to_none``, ..."""
-    text = ctx.text(loop)
-    return any(not _is_zero_grad_method(text, m) for m in GRADIENT_RESET.finditer(text))
-
-
-def _is_zero_grad_method(text: str, match: re.Match) -> bool:
-    start, end = match.span()
-    return match.group(0) == "zero_grad" and text[start - 1 : start] == "." and not text[end : end + 1].isalnum() and text[end : end + 1] != "_"
-
-
-def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: set[str], depth: int = 0) -> bool:
-    """A called function of this project that resets gradients, or passes the optimizer (or one
-    of its models) on to a call that may; or an unknown function that receives one of them."""
-    name = dotted(call.func) or ""
-    callee = resolved_callee(ctx, scope, call)
-    if callee is None and HOOK_CALL.search(name):
-        return True
-    if callee is not None:
-        callee_ctx = callee.ctx or ctx
-        if _callee_resets(ctx, scope, call, callee, objects) or _rebuilds_on_receiver(callee, call, objects):
-            return True
-        inner = _parameters_receiving(callee, call, objects)
-        if callee.self_name:  # a method reaches the objects its instance keeps (self.optimizer), and hooks
-            inner |= {field for field, name in held_for_life(ctx).items() if name in objects}
-        return depth < MAX_HELPER_DEPTH and (bool(inner) or bool(callee.self_name)) and any(
-            _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in walk(callee.node) if isinstance(node, ast.Call)
-        )
-    body = _bound_lambda(ctx, call.func)
-    if body is not None:  # judged by what it does, whatever its name
-        return bool(GRADIENT_RESET.search(ctx.text(body)))
-    if scope.self_name and name.startswith(scope.self_name + ".") and name.count(".") == 1:
-        return not _is_attribute_of_class(scope, name.split(".", 1)[1])  # inherited method: unknown
-    arguments = list(call.args) + [k.value for k in call.keywords]
-    via_scaler = isinstance(call.func, ast.Attribute) and call.func.attr in ("step", "unscale_") and is_scaler(ctx, call.func.value)
-    return any(dotted(arg) in objects for arg in arguments) and not via_scaler
-
-
-def _callee_resets(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, objects: set[str]) -> bool:
-    """The callee may clear the gradients of an optimizer among ``objects``: its text resets
-    gradients, unless every reset is an ``x.zero_grad()`` whose owner, in the caller's names
-    (call_events), is known to belong to other parameters."""
-    text = (callee.ctx or ctx).text(callee.node)
-    resets = list(GRADIENT_RESET.finditer(text))
-    optimizers = [o for o in objects if o in optimizer_params(ctx)]
-    if not resets or any(not _is_zero_grad_method(text, m) for m in resets) or not optimizers:
-        return bool(resets)
-    events = call_events(ctx, scope, call)
-    if events is None:
-        return True
-    return any(e.kind == "zero_grad" and (e.owner is None or zeroes_for(ctx, e.owner, o) is not False) for e in events for o in optimizers)
-
-
-def _rebuilds_on_receiver(callee: Scope, call: ast.Call, objects: set[str]) -> bool:
-    """A method that assigns a fresh optimizer or model to one of ``objects`` through ``self``
-    (``trainer.step()`` doing ``self.optimizer = SGD(...)``): each call starts without gradients."""
-    receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
-    if not callee.self_name or not receiver:
-        return False
-    prefix = callee.self_name + "."
-    return any(
-        isinstance(node, ast.Assign) and any(
-            (name := dotted(t)) and name.startswith(prefix) and receiver + name[len(callee.self_name):] in objects for t in node.targets
-        )
-        for node in walk(callee.node)
-    )
-
-
-def _bound_lambda(ctx: FileContext, func: ast.expr) -> Optional[ast.Lambda]:
-    """The lambda a name is bound to, when every binding of it in the file is that one lambda."""
-    if not isinstance(func, ast.Name):
-        return None
-    values = assigned_values(ctx, func.id)
-    return values[0] if len(values) == 1 and isinstance(values[0], ast.Lambda) else None
-
-
-def _parameters_receiving(callee: Scope, call: ast.Call, objects: set[str]) -> set[str]:
-    """The callee's parameters that ``call`` binds to one of ``objects``."""
-    args = callee.node.args
-    positional = [a.arg for a in args.posonlyargs + args.args][1 if callee.self_name and "." in (dotted(call.func) or "") else 0:]
-    bound = {param for param, arg in zip(positional, call.args) if dotted(arg) in objects}
-    return bound | {k.arg for k in call.keywords if k.arg and dotted(k.value) in objects}
-
-
-def _is_attribute_of_class(scope: Scope, attr: str) -> bool:
-    """``self.attr`` is assigned in the class (a module or callable stored on the instance)."""
-    if scope.class_node is None:
-        return False
-    for node in walk(scope.class_node):
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Attribute) and t.attr == attr for target in node.targets for t in walk(target)
-        ):
-            return True
-    return False
-
-
-def _rebinds(node: ast.AST, objects: set[str]) -> bool:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return any(dotted(t) in objects for target in targets for t in walk(target))

@@ -56,8 +56,8 @@ from fixer.analysis.field_walks import walked_through_fields
 from fixer.analysis.retained_walks import walked_again
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
-from fixer.rule import Diagnostic, Edit, Rule
-from fixer.source import LINE_BREAK
+from fixer.edits.keywords import remove_keyword_keeping_layout
+from fixer.rule import Diagnostic, Rule
 
 # positional arguments a call may have before retain_graph/create_graph could be among them
 MAX_POSITIONAL = {"method": 1, "scaler": 1, "owner": 1, "autograd.backward": 2, "autograd.grad": 3}
@@ -83,7 +83,7 @@ class NeedlessRetainGraph(Rule):
                     keyword,
                     "`retain_graph=True` keeps the graph's saved tensors alive, but nothing backpropagates "
                     "through this graph again; remove it",
-                    remove_keyword(ctx, call.node, keyword),
+                    remove_keyword_keeping_layout(ctx, call.node, keyword),
                     title="Remove `retain_graph=True`",
                 )
 
@@ -97,54 +97,3 @@ def _constant_true_retain(call: BackwardCall) -> Optional[ast.keyword]:
     if len(call.node.args) > MAX_POSITIONAL.get(call.kind, 1):
         return None
     return keyword
-
-
-def remove_keyword(ctx: FileContext, call: ast.Call, keyword: ast.keyword) -> list[Edit]:
-    """Edits deleting ``keyword`` and its comma from ``call``, keeping comments and the layout of
-    the other arguments; a line left empty is removed, ``f(\\n    k=v\\n)`` becomes ``f()``."""
-    source = ctx.source
-    start, end = ctx.offset(keyword.lineno, keyword.col_offset), ctx.offset(keyword.end_lineno, keyword.end_col_offset)
-    arguments = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
-    position = arguments.index(keyword)
-    after = _skip_blank(source, end)
-    if len(arguments) == 1:
-        open_paren = source.rindex("(", 0, start)
-        close_paren = source.index(")", after) if source[after] != ")" else after
-        if "#" not in source[open_paren:close_paren]:
-            return [Edit(open_paren + 1, close_paren, "")]
-    if source[after] == ",":
-        stop = after + 1
-        following = stop
-        while following < len(source) and source[following] in " \t":
-            following += 1
-        if source[following:following + 1] not in ("#", "\n", "\r", ""):
-            stop = following  # eat the space before the next argument, not before a comment
-        line_start = ctx.line_start(keyword.lineno)
-        line_end = ctx.line_end(ctx.row_col(stop)[0])
-        if not source[line_start:start].strip() and not source[stop:line_end].strip():
-            return [Edit(line_start, line_end, "")]  # the keyword had its own line
-        if source[stop:stop + 1] == ")" and position > 0:
-            while start > 0 and source[start - 1] in " \t":
-                start -= 1  # f(a, retain_graph=True,) -> f(a,)
-        return [Edit(start, stop, "")]
-    if position == 0:
-        return [Edit(start, end, "")]  # the only argument, with comments around it
-    previous = arguments[position - 1]
-    comma = _skip_blank(source, ctx.offset(previous.end_lineno, previous.end_col_offset))
-    if "#" in source[comma:start]:
-        return [Edit(comma, comma + 1, ""), Edit(start, end, "")]
-    return [Edit(comma, end, "")]
-
-
-def _skip_blank(source: str, index: int) -> int:
-    """Index of the next character that is not whitespace, a line continuation or a comment."""
-    while index < len(source):
-        char = source[index]
-        if char in " \t\r\n\\":
-            index += 1
-        elif char == "#":
-            newline = LINE_BREAK.search(source, index)
-            index = newline.start() if newline else len(source)
-        else:
-            break
-    return index

@@ -60,9 +60,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
 from fixer.analysis.scopes import scopes
 from fixer.analysis.stale_forward import StaleWalk, stale_walks
+from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -108,7 +108,7 @@ class StepBetweenForwardAndBackward(Rule):
 def _gan_cause(ctx: FileContext, walk: StaleWalk) -> bool:
     """GF103 reports the cause between the forward and the backward: a discriminator step on
     an undetached fake, whose fix also ends this walk."""
-    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    lines = undetached_fake_lines(ctx)
     return any(walk.forward.lineno <= line <= walk.backward.node.lineno for line in lines)
 
 

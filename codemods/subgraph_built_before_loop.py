@@ -67,47 +67,24 @@ every iteration's graph is kept alive until the next one replaces it.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, optimizer_calls
-from fixer.analysis.bindings import imported_names, module_names
-from fixer.analysis.earlier_in_pass import runs_before_once
-from fixer.analysis.trainable_inputs import requires_grad_surely
-from fixer.analysis.evidence import built_graph
-from fixer.analysis.held_values import held_name
-from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.built_before_loop import body_nodes, built_before, recompute_kind, saving_from_trainable, updates_leaves
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls
+from fixer.analysis.bindings import imported_names
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.statement_moves import is_docstring
-from fixer.analysis.graph_reuse import (
-    assigned_names,
-    derived_names,
-    frees_graph,
-    innermost_loop,
-    inside,
-    names_in,
-    reaches,
-    repeats_per_iteration,
-)
-from fixer.analysis.names import qualified
+from fixer.analysis.graph_reuse import derived_names, frees_graph, innermost_loop, inside, reaches, repeats_per_iteration
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad, walk_local
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.init_graphs import given_graphs, init_graphs
-from fixer.analysis.shared_graph import saves_tensors
 from fixer.edits.keywords import keyword_edit, remove_keyword
-from fixer.analysis.training_calls import steps_optimizer, training_calls
+from fixer.analysis.training_calls import training_calls
+from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
-
-RANDOM = re.compile(r"(^|\.)(rand\w*|bernoulli|multinomial|normal|poisson|\w*dropout\w*|rrelu|gumbel_softmax|manual_seed|save|load|empty\w*)$")
-PURE_TENSOR_METHODS = frozenset(
-    {"matmul", "mm", "bmm", "mv", "dot", "mul", "div", "add", "sub", "pow", "exp", "log", "tanh", "sigmoid", "relu",
-     "softmax", "log_softmax", "sum", "mean", "view", "view_as", "reshape", "t", "transpose", "permute", "squeeze",
-     "unsqueeze", "expand", "expand_as", "flatten", "clone", "contiguous", "double", "float", "half", "to", "abs",
-     "sqrt", "norm", "clamp", "sin", "cos", "repeat", "narrow", "gather", "index_select", "masked_fill", "neg"}
-)
 
 
 @dataclass
@@ -130,7 +107,7 @@ class SubgraphBuiltBeforeLoop(Rule):
             for finding in self._findings(ctx, scope):
                 if not _gan_step_in(ctx, finding.loop):
                     yield self._report(ctx, scope, finding)
-            for name, stmt, _ in init_graphs(ctx, scope, _saving_from_trainable):
+            for name, stmt, _ in init_graphs(ctx, scope, saving_from_trainable):
                 method = scope.node.name
                 message = (
                     f"`{name} = {ctx.text(stmt.value)}` is built once in `__init__` and backpropagated through by "
@@ -143,7 +120,7 @@ class SubgraphBuiltBeforeLoop(Rule):
                 yield self.diagnostic(ctx, stmt, f"{message}; recompute it at the start of `{method}`", edits,
                                       Applicability.UNSAFE, title=f"Recompute `{name}` in `{method}`")
 
-            for name, stmt, _ in given_graphs(ctx, scope, _saving_from_trainable):
+            for name, stmt, _ in given_graphs(ctx, scope, saving_from_trainable):
                 method, cls = scope.node.name, scope.class_node.name
                 message = (
                     f"`{ctx.text(stmt)}` is built once, kept by `{cls}` as `{name}` and backpropagated through by "
@@ -169,8 +146,8 @@ class SubgraphBuiltBeforeLoop(Rule):
             band_aid = call.flag("retain_graph") is True and call.keyword("create_graph") is None
             if not (frees_graph(call) or band_aid):
                 continue
-            body = _body_nodes(ctx, loop)
-            for name, stmt in _built_before(ctx, scope, graph, loop, body):
+            body = body_nodes(ctx, loop)
+            for name, stmt in built_before(ctx, scope, graph, loop, body):
                 if reaches(call, derived_names(ctx, graph, {name}, body)):
                     finding = found.setdefault((id(stmt), id(loop)), Finding(name, stmt, loop))
                     finding.calls.append(call)
@@ -179,8 +156,8 @@ class SubgraphBuiltBeforeLoop(Rule):
         # (stale values, or "modified by an inplace operation"), and then recomputing is the fix
         return [
             f for f in found.values()
-            if not f.band_aid or (_updates_leaves(ctx, graph, scope, f.stmt.value, f.loop)
-                                  and _recompute_kind(ctx, graph, scope, f.stmt, f.loop) is not None)
+            if not f.band_aid or (updates_leaves(ctx, graph, scope, f.stmt.value, f.loop)
+                                  and recompute_kind(ctx, graph, scope, f.stmt, f.loop) is not None)
         ]
 
     def _report(self, ctx: FileContext, scope: Scope, finding: Finding) -> Diagnostic:
@@ -191,7 +168,7 @@ class SubgraphBuiltBeforeLoop(Rule):
             f"`{name} = {expression}` is built once before the loop and backpropagated through in every "
             f"iteration: the first backward frees its graph, the second fails"
         )
-        recompute = _recompute_kind(ctx, graph, scope, stmt, loop)
+        recompute = recompute_kind(ctx, graph, scope, stmt, loop)
         if finding.band_aid:
             message = (f"`{name} = {expression}` is built once before the loop and kept with `retain_graph=True` "
                        f"while the loop updates its inputs: every iteration backpropagates through stale values")
@@ -203,7 +180,7 @@ class SubgraphBuiltBeforeLoop(Rule):
                 safety = Applicability.SAFE if recompute == "pure" else Applicability.UNSAFE
                 return self.diagnostic(ctx, stmt, f"{message}; recompute `{name}` in the loop", edits, safety,
                                        title=f"Recompute `{name}` inside the loop")
-        if not _updates_leaves(ctx, graph, scope, stmt.value, loop) and all(c.kind != "call" for c in finding.calls):
+        if not updates_leaves(ctx, graph, scope, stmt.value, loop) and all(c.kind != "call" for c in finding.calls):
             edits = [edit for call in finding.calls if (edit := _retain_graph_edit(ctx, call))]
             if len(edits) == len(finding.calls):
                 return self.diagnostic(ctx, stmt, f"{message}; keep it with `retain_graph=True`", edits,
@@ -281,151 +258,18 @@ def _at_method_start(ctx: FileContext, scope: Scope, lines) -> list[Edit]:
     return [Edit(start, start, text)]
 
 
-def _saving_from_trainable(scope: Scope, stmt: ast.Assign) -> bool:
-    ctx = scope.ctx
-    graph = facts(ctx, scope)
-    return saves_tensors(ctx, scope, stmt.value) and requires_grad_surely(ctx, graph, stmt.value, stmt, 3)
-
-
 def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
     """GF103 names the cause here: the loop's steps are discriminator steps on an undetached fake
     built before it (n_critic steps); recomputing the fake would not help the generator step."""
-    from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
-
-    lines = ctx.memo("gf103_lines", lambda: {d.line for d in FakeNotDetachedForDiscriminator().check(ctx)})
+    lines = undetached_fake_lines(ctx)
     return any(loop.lineno <= line <= loop.end_lineno for line in lines)
-
-
-def _body_nodes(ctx: FileContext, loop: ast.AST) -> list[ast.AST]:
-    return ctx.memo(("loop_body_nodes", id(loop)), lambda: list(walk_local(loop.body, ctx=ctx)))
-
-
-def _assigned_in(ctx: FileContext, loop: ast.AST) -> set[str]:
-    names = set(assigned_names(loop))
-    for node in _body_nodes(ctx, loop):
-        names.update(assigned_names(node))
-        if isinstance(node, ast.Delete):
-            names.update(names_in(node))
-    return names
-
-
-def _built_before(ctx: FileContext, scope: Scope, graph: GraphFacts, loop: ast.AST, body: list[ast.AST]) -> Iterator[tuple[str, ast.Assign]]:
-    """(name, assignment) for names read in the loop, bound only by one assignment before it whose
-    value carries a graph with saved tensors from tensors that surely require grad."""
-    assigned = _assigned_in(ctx, loop)
-    read = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    read |= {held.id for n in body if isinstance(n, (ast.Subscript, ast.Attribute)) and (held := held_name(ctx, scope, n)) is not None}
-    read -= assigned  # (``out["loss"]`` after ``out = {"loss": loss}`` reads ``loss``)
-    for name in sorted(read):
-        if any(not hasattr(stmt, "lineno") for stmt, _ in graph.assignments.get(name, [])):
-            continue  # `with ... as name`: GraphFacts.reaching cannot order a withitem
-        defs = graph.reaching(name, loop)
-        if len(defs) != 1:
-            continue
-        stmt, value = defs[0]
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
-            continue
-        if (stmt.lineno, stmt.col_offset) >= (loop.lineno, loop.col_offset):
-            continue
-        if not inside(ctx, loop, ctx.parent(stmt)) and not runs_before_once(ctx, stmt, loop):
-            continue  # (in the last pass of an earlier loop, say: built once before this one)
-        proven = built_graph(ctx, stmt)  # graphfix run saw this graph freed and needed again
-        if under_no_grad(ctx, stmt) or graph.kind(value, stmt) != Kind.GRAPH or not (proven or saves_tensors(ctx, scope, value)):
-            continue
-        if proven or requires_grad_surely(ctx, graph, value, stmt, 3):
-            yield name, stmt
-
-
-def _recompute_kind(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.Assign, loop: ast.AST) -> Optional[str]:
-    """"pure" for tensor ops only, "module" for module calls when the loop updates the leaves,
-    None when recomputing could change what the expression means."""
-    value = stmt.value
-    if not _inputs_stable(ctx, graph, scope, value, stmt, loop):
-        return None
-    kind = "pure"
-    for node in walk(value):
-        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)) or isinstance(node, ast.comprehension):
-            return None
-        if not isinstance(node, ast.Call):
-            continue
-        name = qualified(ctx, node.func) or ""
-        if name.startswith("torch.") and not RANDOM.search(name) and not name.endswith("_"):
-            continue
-        if isinstance(node.func, ast.Attribute) and node.func.attr in PURE_TENSOR_METHODS and graph.kind(node.func.value, stmt) >= Kind.LEAF:
-            continue
-        if graph.is_module(node.func) and ctx.text(node.func) in module_names(ctx) or _pure_helper(ctx, scope, node):
-            kind = "module"
-            continue
-        return None
-    if kind == "module" and not _updates_leaves(ctx, graph, scope, value, loop):
-        return None
-    return kind
-
-
-def _pure_helper(ctx: FileContext, scope: Scope, call: ast.Call) -> bool:
-    """``call`` runs a project function (of this file or imported) whose body only returns an
-    expression of torch operations, tensor methods and calls of its own parameters
-    (``return criterion(out, y) + 0.01 * out.pow(2).mean()``): evaluating it again has no effect
-    but a new graph."""
-    callee = called_function(ctx, scope, call.func)
-    if callee is None or not isinstance(callee.node, ast.FunctionDef) or callee.class_node is not None or callee.node.decorator_list:
-        return False
-    body = [s for s in callee.node.body if not is_docstring(s)]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-        return False
-    args = callee.node.args
-    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-    own = callee.ctx or ctx
-    for node in walk(body[0].value):
-        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Lambda, ast.comprehension)):
-            return False
-        if isinstance(node, ast.Call):
-            name = qualified(own, node.func) or ""
-            torch_op = name.startswith("torch.") and not RANDOM.search(name) and not name.endswith("_")
-            tensor_method = isinstance(node.func, ast.Attribute) and node.func.attr in PURE_TENSOR_METHODS
-            if not (torch_op or tensor_method or isinstance(node.func, ast.Name) and node.func.id in params):
-                return False
-    return True
-
-
-def _inputs_stable(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, stmt: ast.AST, loop: ast.AST) -> bool:
-    """No input of ``value`` is rebound between ``stmt`` and the loop or inside the loop (updating a
-    tensor in place, ``a -= lr * a.grad``, is not rebinding)."""
-    inputs = names_in(value)
-    start, end = (stmt.end_lineno, stmt.end_col_offset), (loop.end_lineno, loop.end_col_offset)
-    for node in scope_nodes(scope):
-        bound = set(assigned_names(node)) & inputs
-        if not bound or not hasattr(node, "lineno") or not (start <= (node.lineno, node.col_offset) <= end):
-            continue
-        if isinstance(node, ast.AugAssign) and inside(ctx, node, loop) and graph.kind(node.target, node) >= Kind.LEAF:
-            continue
-        return False
-    return True
-
-
-def _updates_leaves(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, loop: ast.AST) -> bool:
-    """The loop steps an optimizer or updates an input of ``value`` in place."""
-    if any(call.kind == "step" and inside(ctx, call.node, loop) for call in optimizer_calls(ctx, scope)):
-        return True
-    if any(inside(ctx, call.node, loop) and steps_optimizer(ctx, scope, call) for call in training_calls(ctx, scope)):
-        return True
-    inputs = names_in(value)
-    for node in _body_nodes(ctx, loop):
-        if isinstance(node, ast.AugAssign) and names_in(node.target) & inputs:
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_"):
-            if names_in(node.func.value) & inputs and node.func.attr != "requires_grad_":
-                return True
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "data" and names_in(t) & inputs for t in node.targets):
-            return True
-    return False
 
 
 def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[Edit]:
     """Insert the assignment before the loop statement holding the first use; delete the original
     when nothing outside the loop reads it."""
     stmt, loop = finding.stmt, finding.loop
-    uses = [n for n in _body_nodes(ctx, loop) if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load)]
+    uses = [n for n in body_nodes(ctx, loop) if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load)]
     target = next((s for s in loop.body if any(u is s or inside(ctx, u, s) for u in uses)), None)
     while is_pass_filter(ctx, target) and not any(inside(ctx, u, target.test) for u in uses):
         target = next((s for s in target.body if any(u is s or inside(ctx, u, s) for u in uses)), None)  # into the selected passes
@@ -450,7 +294,7 @@ def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[E
 def _band_aid_removals(ctx: FileContext, loop: ast.AST, calls: list[BackwardCall]) -> list[Edit]:
     """Drop ``retain_graph=True`` when the call is the loop's only backward: once the value is
     recomputed, nothing else needs the graph kept."""
-    loop_calls = [n for n in _body_nodes(ctx, loop) if isinstance(n, ast.Call) and backward_call(ctx, n)]
+    loop_calls = [n for n in body_nodes(ctx, loop) if isinstance(n, ast.Call) and backward_call(ctx, n)]
     if len(loop_calls) != 1:
         return []
     return [remove_keyword(ctx, call.node, "retain_graph") for call in calls if call.flag("retain_graph") is True]

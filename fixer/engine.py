@@ -14,7 +14,8 @@ from fixer import depends, fixpass
 from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
-from fixer.analysis.project import STEP_CALL, imports_matching, set_root
+from fixer.analysis.project_files import set_root
+from fixer.analysis.project_text import STEP_CALL, imports_matching
 from fixer.fixpass import Outcome, PassFailed
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence, TextIO
 
-from fixer.analysis.project import set_root
+from fixer.analysis.project_files import set_root
 from fixer.apply import apply_edits
 from fixer.diff import display_path, unified_diff
 from fixer.engine import FileResult, Options, active_rules, is_notebook, run_rules

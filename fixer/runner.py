@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 from fixer import depends
-from fixer.analysis.project import forget_loaded
+from fixer.analysis.project_files import forget_loaded
 from fixer.engine import FileResult, Options, process_file
 
 if TYPE_CHECKING:

@@ -369,7 +369,7 @@ def _audit(event: str, args: tuple) -> None:
 
 @pytest.mark.parametrize("spelling", ["relative", "package-reexport", "import-module", "relative-module"])
 def test_every_project_file_an_analysis_opens_is_recorded(tmp_path, spelling):
-    """The guard for code that reads other project files (today fixer.analysis.project): a file
+    """The guard for code that reads other project files (today fixer.analysis.project_files and project_text): a file
     opened during an analysis but not reported to fixer.depends would leave stale results. A second
     importer analysed in the same process opens nothing new (per-process memos answer): its record
     must still hold every file the first one's analysis opened."""

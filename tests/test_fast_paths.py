@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer.analysis import project
+from fixer.analysis import project_files, project_text
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
@@ -39,8 +39,8 @@ def test_walk_yields_what_ast_walk_does_without_singletons():
 
 def test_import_lines_are_the_regex_matches():
     for path, data in _texts():
-        expected = [m.span() for m in project.IMPORT_LINE.finditer(data)]
-        assert [m.span() for m in project.import_lines(data)] == expected, path
+        expected = [m.span() for m in project_text.IMPORT_LINE.finditer(data)]
+        assert [m.span() for m in project_text.import_lines(data)] == expected, path
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
@@ -84,16 +84,16 @@ def test_module_probes_agree_with_the_file_system(tmp_path):
     for name in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/steps.py", "pkg/models.py", "helpers.py"):
         (tmp_path / name).write_text("x = 1\n")
     (tmp_path / "pkg" / "data.py").mkdir()  # a folder named like a module is not one
-    project.forget_project_files()
+    project_files.forget_project_files()
     folder = str(tmp_path / "pkg" / "sub")
     cases = [("steps", 0), ("models", 0), ("helpers", 0), ("pkg.models", 0), ("pkg.data", 0), ("data", 1), ("models", 2), (None, 1), ("nothing", 0)]
     for module, level in cases:
         parts = module.split(".") if module else []
-        found = project._module_in_folder(folder, module, level)
+        found = project_files.module_in_folder(folder, module, level)
         if found is not None:
             assert os.path.isfile(found) and found.endswith((os.path.join(*parts) + ".py") if parts else "__init__.py")
-    assert project._module_in_folder(folder, "steps", 0) == os.path.join(folder, "steps.py")
-    assert project._module_in_folder(folder, "pkg.data", 0) is None
+    assert project_files.module_in_folder(folder, "steps", 0) == os.path.join(folder, "steps.py")
+    assert project_files.module_in_folder(folder, "pkg.data", 0) is None
     (tmp_path / "late.py").write_text("y = 2\n")  # a file added later is seen once caches are dropped
-    project.forget_project_files()
-    assert project._module_in_folder(folder, "late", 0) == str(tmp_path / "late.py")
+    project_files.forget_project_files()
+    assert project_files.module_in_folder(folder, "late", 0) == str(tmp_path / "late.py")

@@ -11,22 +11,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSIS = ROOT / "fixer" / "analysis"
 
-# file -> imports inside its functions today (the migration takes them to 0)
-LAZY_IMPORTS = {  # 71 in all on 2026-11-27
-    "bindings.py": 3, "call_events.py": 5, "calls.py": 10, "carried_shape.py": 9, "class_model.py": 5,
-    "gan_steps.py": 1, "graph.py": 1, "held_values.py": 2, "importers.py": 14, "init_graphs.py": 1,
-    "module_cache.py": 1, "module_outputs.py": 5, "names.py": 1, "project.py": 3, "protocol.py": 5,
-    "retained.py": 1, "retained_callers.py": 2, "retained_walks.py": 2,
-}
+# file -> imports inside its functions (71 on 2026-11-27; none now: every import of the analysis is
+# at the top level, and test_top_level_imports_of_the_analysis_form_no_circle holds)
+LAZY_IMPORTS: dict[str, int] = {}
 # analysis modules that import the engine's fix types (edits belong to the rules' edit builders)
 ENGINE_IMPORTS: set[str] = set()  # (keyword_edit, remove_keyword moved to fixer/edits/keywords.py)
 # module -> its length today; none may grow, no other may pass 400 lines
-LONG_MODULES = {
-    "codemods/fake_not_detached_for_discriminator.py": 423, "codemods/graph_carried_across_iterations.py": 407,
-    "codemods/loss_accumulated_with_graph.py": 511, "codemods/separate_backward_through_shared_graph.py": 470,
-    "codemods/subgraph_built_before_loop.py": 462, "fixer/analysis/carried.py": 574, "fixer/analysis/gan_steps.py": 442,
-    "fixer/analysis/project.py": 580, "fixer/analysis/retained.py": 433,
-}
+LONG_MODULES: dict[str, int] = {}
 
 
 def _imports_inside_functions(tree: ast.AST) -> int:
@@ -92,3 +83,14 @@ def test_top_level_imports_of_the_analysis_form_no_circle():
 def test_the_ratchet_counts_what_it_says():
     tree = ast.parse("import a\ndef f():\n    import b\n    def g():\n        from c import d\nclass K:\n    def m(self):\n        import e\n")
     assert _imports_inside_functions(tree) == 3
+
+
+def test_no_rule_imports_another_rule():
+    """A rule defers to another through a fact of the analysis (``undetached_fake_lines``,
+    ``early_step_lines``), never by importing it and running its check."""
+    found = {
+        f"{name} -> {module}" for name, tree in _parsed(ROOT / "codemods").items() for node in ast.walk(tree)
+        for module in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        if module == "codemods" or module.startswith("codemods.")
+    }
+    assert not found, f"rule modules importing rule modules: {sorted(found)}"

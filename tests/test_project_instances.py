@@ -192,7 +192,8 @@ for batch in range(3):
     ],
 )
 def test_cross_file_pre_filter_counts_code_that_runs_here(tmp_path, helpers, train, expected):
-    from fixer.analysis.project import STEP_CALL, forget_project_files, imports_matching
+    from fixer.analysis.project_files import forget_project_files
+    from fixer.analysis.project_text import STEP_CALL, imports_matching
 
     _, script = _project(tmp_path, helpers, "for batch in data:\n    pass\n" + train)
     forget_project_files()
@@ -241,7 +242,7 @@ def test_callers_of_a_function_named_across_many_files_stay_unknown(tmp_path, ca
     import ast
 
     from fixer.analysis.importers import MAX_CALLING_FILES, importer_calls
-    from fixer.analysis.project import forget_project_files
+    from fixer.analysis.project_files import forget_project_files
     from fixer.analysis.scopes import scopes
     from fixer.context import FileContext
 

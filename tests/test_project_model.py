@@ -266,17 +266,17 @@ def test_imports_never_resolve_outside_the_git_repository(tmp_path):
 def test_parsed_project_files_stay_bounded_over_many_files(tmp_path, monkeypatch):
     """A batch of many repositories must not keep every imported file's tree: the runner drops
     the oldest between files, and what is dropped is parsed again when needed."""
-    from fixer.analysis import project
+    from fixer.analysis import project_files
     from fixer.runner import run
 
-    monkeypatch.setattr(project, "MAX_LOADED", 4)
-    monkeypatch.setattr(project, "_loaded", {})
+    monkeypatch.setattr(project_files, "MAX_LOADED", 4)
+    monkeypatch.setattr(project_files, "_loaded", {})
     for i in range(6):
         (tmp_path / str(i)).mkdir()
     trains = [str(_project(tmp_path / str(i), "from-module", MODEL)) for i in range(6)]
     trains += trains[:2]  # their models.py files were dropped: read again, same answer
     sizes = []
-    results = run(trains[:6], Options(rules=tuple(all_rules())), jobs=1, on_result=lambda _: sizes.append(len(project._loaded)))
+    results = run(trains[:6], Options(rules=tuple(all_rules())), jobs=1, on_result=lambda _: sizes.append(len(project_files._loaded)))
     results += run(trains[6:], Options(rules=tuple(all_rules())), jobs=1)
     assert [[d.code for d in r.diagnostics] for r in results] == [["GF105"]] * 8
-    assert max(sizes) <= 4 and len(project._loaded) <= 4
+    assert max(sizes) <= 4 and len(project_files._loaded) <= 4

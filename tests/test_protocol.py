@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from fixer.analysis.protocol import block_events, optimizer_params, zeroes_for
+from fixer.analysis.call_events import block_events
+from fixer.analysis.protocol import optimizer_params, zeroes_for
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 

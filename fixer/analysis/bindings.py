@@ -6,10 +6,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.class_model import held_for_life
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.importers import project_call_sites
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import imported_class
-from fixer.analysis.scopes import scopes, statement_index
+from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -145,10 +147,6 @@ def module_parameter(ctx: FileContext, scope, name: str) -> bool:
 
 
 def _module_parameter(ctx: FileContext, scope, name: str) -> bool:
-    from fixer.analysis.importers import project_call_sites
-    from fixer.analysis.retained_callers import argument_of, parameter_position
-    from fixer.analysis.scopes import scope_nodes
-
     position = parameter_position(scope, name)
     if position is None or any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in scope_nodes(scope)):
         return False

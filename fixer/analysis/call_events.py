@@ -1,4 +1,6 @@
-"""Protocol events that happen inside a function the training loop calls.
+"""The optimizer protocol's events in order: ``block_events`` gives the backward calls that fill
+``.grad``, the zero_grad and the step calls of a straight-line block, each at the block statement
+holding it, and (``through_calls``) those that happen inside a function the training loop calls.
 
 ``train_step(model, optimizer, x, y)`` whose body runs ``loss.backward()`` and
 ``optimizer.step()`` puts a backward and a step into every pass of the loop. ``call_events``
@@ -12,18 +14,25 @@ in the caller (a global of another file, a local of the callee) makes the whole 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 from fixer.analysis.bindings import imported_names
+from fixer.analysis.callees import called_function, instance_class
+from fixer.analysis.calls import backward_calls, optimizer_calls
+from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_attribute
+from fixer.analysis.imported_definitions import imported_definition_matches
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import called_function, imported_definition_matches
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.object_fields import object_class
+from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
 MAX_DEPTH = 2
+CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.BoolOp, ast.comprehension, ast.Match)
 PROTOCOL_TEXT = re.compile(rb"zero_grad|\.step\s*\(|backward\s*\(")
 
 
@@ -36,6 +45,94 @@ class CalleeEvent:
     spelling: str
 
 
+@dataclass(frozen=True)
+class Event:
+    kind: str  # "backward", "zero_grad" or "step"
+    owner: Optional[str]  # optimizer (or model, for zero_grad); None for a backward
+    call: ast.Call
+    index: int  # position in the block of the statement that holds the call
+    direct: bool  # the statement is exactly this call (``opt.step()`` on its own), not nested in it
+    conditional: bool  # inside an if / loop / try / boolean expression within that statement
+    spelling: str = ""  # backward: BackwardCall.kind ("method", "owner", ...); step: "scaler" or ""
+    via: Optional[ast.Call] = None  # the call of a project function inside which it happens
+
+    @property
+    def site(self) -> ast.Call:
+        """Where the event happens in the block's own file: the call itself, or the helper call."""
+        return self.via or self.call
+
+
+def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_calls: bool = False, depth: int = 0) -> list[Event]:
+    """The protocol events of ``block`` in source order (backward calls that fill ``.grad``,
+    zero_grad and step calls), each placed at the block statement that holds it. With
+    ``through_calls``, also the events inside project functions the block calls (``call_events``),
+    in the callee's order, at the statement holding the call."""
+    positions = {id(stmt): i for i, stmt in enumerate(block)}
+    found, lines = _scope_events(ctx, scope, through_calls, depth)
+    events, order = [], {}
+    first = min((n.lineno for stmt in block for n in (stmt, *getattr(stmt, "decorator_list", ()))), default=0)
+    last = max((stmt.end_lineno for stmt in block), default=0)
+    # only the calls on the block's lines (each block of a module asks: a scan of all was quadratic)
+    for _, i in lines[bisect.bisect_left(lines, (first,)):bisect.bisect_right(lines, (last, len(found)))]:
+        node, kind, owner, spelling, inner, via = found[i]
+        conditional, holder, child = inner, None, None
+        for parent in _chain(ctx, via or node):
+            conditional = conditional or _runs_conditionally(parent, child) and not is_pass_filter(ctx, parent, child)
+            if id(parent) in positions:
+                holder = parent
+                break
+            child = parent
+        if holder is None:
+            continue
+        direct = via is None and _alone_in(ctx, holder, node)
+        event = Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling, via)
+        events.append(event)
+        order[id(event)] = i
+    return sorted(events, key=lambda e: (e.index, e.site.lineno, e.site.col_offset, order[id(e)]))
+
+
+def _scope_events(ctx: FileContext, scope: Scope, through_calls: bool, depth: int) -> tuple[list[tuple], list[tuple[int, int]]]:
+    """The scope's backward and optimizer calls (and, ``through_calls``, those inside the project
+    functions it calls, at the call), once a scope: (the calls, their (line, index) sorted)."""
+
+    def compute() -> tuple[list[tuple], list[tuple[int, int]]]:
+        found: list[tuple[ast.Call, str, Optional[str], str, bool, Optional[ast.Call]]] = [
+            (call.node, "backward", None, call.kind, False, None) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
+        ]
+        found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
+        if through_calls:
+            listed = {id(f[0]) for f in found}  # (a set: testing each call against the list was quadratic)
+            for node in scope_nodes(scope):
+                if isinstance(node, ast.Call) and id(node) not in listed:
+                    for e in call_events(ctx, scope, node, depth) or ():
+                        found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
+                        listed.add(id(e.call))
+        return found, sorted(((f[5] or f[0]).lineno, i) for i, f in enumerate(found))
+
+    return ctx.memo(("scope_events", id(scope.node), through_calls, depth), compute)
+
+
+def _alone_in(ctx: FileContext, holder: ast.stmt, call: ast.Call) -> bool:
+    """``holder`` is the call's own statement, or a shared guard holding only it (``if c: opt.step()``,
+    which moves as a whole with its guard)."""
+    while isinstance(holder, ast.If) and len(holder.body) == 1 and is_pass_filter(ctx, holder, holder.body[0]):
+        holder = holder.body[0]
+    return isinstance(holder, ast.Expr) and holder.value is call
+
+
+def _runs_conditionally(parent: ast.AST, child: Optional[ast.AST]) -> bool:
+    """``child`` (None: the call itself) runs only sometimes inside ``parent``. A ``try`` body and
+    its ``finally`` run every time; its handlers and ``else`` do not."""
+    if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        return child is not None and (child in parent.orelse or isinstance(child, ast.ExceptHandler))
+    return isinstance(parent, CONDITIONAL)
+
+
+def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
+    yield node
+    yield from ctx.ancestors(node)
+
+
 def call_events(ctx: FileContext, scope: Scope, call: ast.Call, depth: int = 0) -> Optional[list[CalleeEvent]]:
     """The events of one call of a project function, or None when unknown or it has none."""
     if depth >= MAX_DEPTH:
@@ -45,8 +142,6 @@ def call_events(ctx: FileContext, scope: Scope, call: ast.Call, depth: int = 0) 
 
 
 def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Optional[list[CalleeEvent]]:
-    from fixer.analysis.protocol import block_events  # protocol imports this module
-
     name = qualified(ctx, call.func) or ""
     if name.startswith("torch."):
         return None  # the torch API
@@ -84,19 +179,14 @@ def resolved_callee(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[
     callee = called_function(ctx, scope, call.func)
     if callee is not None or not isinstance(call.func, ast.Attribute):
         return callee
-    from fixer.analysis.carried import object_class  # carried imports protocol's users
 
     owner = dotted(call.func.value)
     cls = object_class(ctx, owner) if owner and "." not in owner else None
     if cls is None and owner and "." not in owner:  # trainer = Trainer(...) in this scope, the one binding reaching the call
-        from fixer.analysis.graph import facts
-        from fixer.analysis.instances import instance_class
-
         defs = facts(ctx, scope).reaching(owner, call)
         cls = instance_class(ctx, defs[0][1]) if len(defs) == 1 else None
     if cls is None:
         return None
-    from fixer.analysis.scopes import scopes
 
     methods = [s for s in scopes(ctx) if s.class_node is cls and getattr(s.node, "name", None) == call.func.attr]
     return methods[0] if len(methods) == 1 else None

@@ -7,9 +7,14 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from fixer.analysis.bindings import defined_functions
+from fixer.analysis.callees import called_function, constructed_imports, names_constructing_imported
+from fixer.analysis.held_values import held_name
+from fixer.analysis.imported_definitions import imported_class, imported_definition_matches
 from fixer.analysis.instance_methods import instance_method
 from fixer.analysis.names import dotted, last_name, qualified, root_name, value_names
-from fixer.analysis.scopes import Scope, scope_nodes, statement_index
+from fixer.analysis.project_text import STEP_CALL
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
 
@@ -85,13 +90,14 @@ def _names_no_value(ctx: FileContext, node: ast.expr) -> bool:
 
 BACKWARD_TEXT = re.compile(r"backward\s*\(|grad(?<!\wgrad)\s*\(")  # what backward_call can recognise
 OPTIMIZER_TEXT = re.compile(r"zero_grad|\.step\b")
+OPTIMIZER_CLASSES = re.compile(
+    r"^(SGD|ASGD|Adam|AdamW|Adamax|Adagrad|Adadelta|NAdam|RAdam|RMSprop|Rprop|LBFGS|SparseAdam|Lion|LAMB|Lamb|Adafactor)$"
+)
 
 
 def backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     """The scope's backward calls; a target read back from a holder (``out["loss"].backward()``
     after ``out = {"loss": loss}``) stands as the name it holds (held_values)."""
-    from fixer.analysis.held_values import held_name  # held_values reads the graph facts, which read these calls
-
     def compute() -> list[BackwardCall]:
         return [BackwardCall(c.node, held_name(ctx, scope, c.target) or c.target, c.kind) for c in written_backward_calls(ctx, scope)]
 
@@ -172,14 +178,21 @@ def _bound_scalers(ctx: FileContext) -> frozenset[str]:
     return ctx.memo("bound_scalers", compute)
 
 
+def is_optimizer_construction(ctx: FileContext, value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    name = qualified(ctx, value.func) or ""
+    return name.startswith("torch.optim.") and not name.startswith("torch.optim.lr_scheduler") or bool(
+        OPTIMIZER_CLASSES.match(last_name(value.func) or "")
+    )
+
+
 def _bound_optimizers(ctx: FileContext) -> frozenset[str]:
     """Names this file binds to an optimizer's construction, whatever the names are
     (``n3 = torch.optim.SGD(...)``), to another such name, to what a function of this file
     returns (``opt = self.optimizers()`` returning ``self._optimizer``), or a parameter that
     every call of its function in this file passes one (``train(net, opt)``); names alone say it
     only for the others."""
-    from fixer.analysis.protocol import is_optimizer_construction
-
     def compute() -> frozenset[str]:
         optimizers: set[str] = set()
         assigns = [(a, dotted(a.targets[0])) for a in statement_index(ctx).assigns if len(a.targets) == 1]
@@ -225,10 +238,6 @@ def _parameters_always_given(sites: list[tuple[ast.Call, Scope]], wanted) -> set
 
 def _local_call_sites(ctx: FileContext) -> list[tuple[ast.Call, Scope]]:
     """(call, function of this file it runs) for every call whose callee is known."""
-    from fixer.analysis.bindings import defined_functions
-    from fixer.analysis.project import called_function
-    from fixer.analysis.scopes import scopes
-
     def compute() -> list[tuple[ast.Call, Scope]]:
         names = defined_functions(ctx)
         found = []
@@ -255,8 +264,6 @@ def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
 def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     """True if running ``region`` (a loop, or the scope itself) backpropagates: a backward call
     in it, or a call of a function of this file that makes one."""
-    from fixer.analysis.project import called_function  # project -> scopes -> (no calls): no cycle at import
-
     inside = region is scope.node
     if backward_calls(ctx, scope) if inside else backward_calls_in(ctx, scope, region):
         return True
@@ -273,8 +280,6 @@ def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
 
 def training_functions(ctx: FileContext) -> set[str]:
     """Names of this file's functions and methods that backpropagate themselves."""
-    from fixer.analysis.scopes import scopes
-
     def compute() -> set[str]:
         return {
             s.node.name for s in scopes(ctx) if not isinstance(s.node, ast.Module) and backward_calls(ctx, s)
@@ -297,10 +302,6 @@ def imported_training_methods(ctx: FileContext) -> set[str]:
     """Names of the methods that backpropagate themselves of the classes this file imports from
     other project files (``from agents import Agent`` ... ``agent.update(batch)``); only classes
     named in CapWords that the file constructs and whose text backpropagates are read."""
-    from fixer.analysis.names import qualified
-    from fixer.analysis.project import STEP_CALL, constructed_imports, imported_class, imported_definition_matches, names_constructing_imported
-    from fixer.analysis.scopes import scopes, statement_index
-
     def compute() -> set[str]:
         found: set[str] = set()
         constructed = constructed_imports(ctx)

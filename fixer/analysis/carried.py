@@ -23,24 +23,21 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.carried_shape import class_init_values, forward_scope, initial_value, returned_elements, shape_of
-from fixer.analysis.carried_guards import inplace_alias_cut, invariant_definitions, leaf_only
-from fixer.analysis.carried_flow import Feeding, always_runs, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
-from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
-from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.project import imported_class
+from fixer.analysis.carried_shape import initial_value, shape_of
+from fixer.analysis.carried_guards import carries_graph, cut_somewhere, inplace_alias_cut, invariant_definitions, reset_by_call_before
+from fixer.analysis.carried_flow import Feeding, always_runs, blocks_around, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
+from fixer.analysis.graph import GraphFacts, facts
+from fixer.analysis.names import dotted
+from fixer.analysis.object_fields import RESETS, field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class
 from fixer.analysis.passes import is_pass_filter, pass_body
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.retained_callers import argument_of, parameter_position
+from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, returned_into
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
-from fixer.nodes import child_nodes, walk
 
 CONTAINER_STORES = frozenset({"append", "appendleft", "insert"})
-RESETS = frozenset({"clear"})
-CUTS = ("detach", "repackage", "truncate")
 
 
 @dataclass(frozen=True)
@@ -263,68 +260,6 @@ def _object_buffers(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
             yield CarriedValue(name, True, it, read, read, tuple(stores), initial, True, "container", True, True)
 
 
-def object_class(ctx: FileContext, owner: str) -> Optional[ast.ClassDef]:
-    """The class of this file a module-level ``owner = Cls(...)`` instantiates."""
-    call = _module_construction(ctx, owner)
-    return {c.name: c for c in statement_index(ctx).classes}.get(dotted(call.func) or "") if call is not None else None
-
-
-def _module_construction(ctx: FileContext, owner: str) -> Optional[ast.Call]:
-    """The call of the first module-level ``owner = f(...)`` (those of every owner found once a file)."""
-    first = ctx.memo("module_constructions", lambda: {
-        dotted(t): s.value for s in reversed(ctx.tree.body) if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) for t in s.targets})
-    return first.get(owner)
-
-
-def project_object_class(ctx: FileContext, owner: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
-    """``object_class``, or the class of another project file it instantiates (``policy =
-    Policy()`` after ``from models import Policy``), with the file defining it."""
-    cls = object_class(ctx, owner)
-    if cls is not None:
-        return ctx, cls
-    call = _module_construction(ctx, owner)
-    return imported_class(ctx, qualified(ctx, call.func) or "") if call is not None else None
-
-
-def field_initials(home: FileContext, cls: ast.ClassDef, attr: str) -> list[ast.expr]:
-    """What ``__init__`` of ``cls`` (in its file ``home``) sets ``self.attr`` to."""
-    return [v for s in scopes(home) if s.class_node is cls and s.node.name == "__init__" for k, v in class_init_values(home, s, "__init__").items() if k == f"{s.self_name}.{attr}"]
-
-
-def object_manages(ctx: FileContext, scope: Scope, name: str, found: tuple[FileContext, ast.ClassDef]) -> bool:
-    """``managed_elsewhere`` for the field ``name`` of an object of the class ``found`` (file,
-    class): by this file's code or by the class's methods in its own file."""
-    home, cls = found
-    return managed_elsewhere(ctx, scope, name, cls) or home is not ctx and managed_elsewhere(home, scope, name, cls, methods_only=True)
-
-
-def is_empty_container(value: Optional[ast.expr]) -> bool:
-    if isinstance(value, (ast.List, ast.Dict)):
-        return not (value.elts if isinstance(value, ast.List) else value.keys)
-    return isinstance(value, ast.Call) and not value.args and (dotted(value.func) or "").split(".")[-1] in ("list", "dict", "deque")
-
-
-def managed_elsewhere(ctx: FileContext, scope: Scope, name: str, cls: Optional[ast.ClassDef] = None, methods_only: bool = False) -> bool:
-    """A method other than ``__init__`` (or code outside the class, unless ``methods_only``) empties
-    or replaces the container: the author manages its lifetime."""
-    attr = name.split(".", 1)[1]
-    cls = cls or scope.class_node
-    for other in scopes(ctx):
-        if other is scope and scope.self_name or other.class_node is cls and cls is not None and other.node.name == "__init__":
-            continue
-        if methods_only and other.class_node is not cls:
-            continue
-        for node in scope_nodes(other):
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
-                return True
-            if isinstance(node, ast.Delete) and any(isinstance(b, ast.Attribute) and b.attr == attr for t in node.targets for b in walk(t)):
-                return True
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RESETS | {"pop", "popleft"}:
-                if isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr:
-                    return True
-    return False
-
-
 def _in_header(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
     header = [loop.test] if isinstance(loop, ast.While) else [loop.target, loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
     return any(contains(part, node) for part in header)
@@ -366,12 +301,12 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
         return None  # rebound by the loop header before every pass
     first_read = flowing = None
     memo: dict[int, bool] = {}
-    defining = [(s, _blocks_around(ctx, s)) for s in _defining_statements(ctx, it, defs) if surely_defines(s, name, memo)]
+    defining = [(s, blocks_around(ctx, s)) for s in _defining_statements(ctx, it, defs) if surely_defines(s, name, memo)]
     for read in _reads(body_nodes, name):
         at = position(read)
         if any(any(a <= at <= b for a, b in blocks) and dominates(ctx, s, read) for s, blocks in defining):
             break  # this and later reads see this pass's own value
-        if _reset_by_call_before(ctx, scope, it, name, read):
+        if reset_by_call_before(ctx, scope, it, name, read):
             break
         first_read = first_read or read
         if feeding.reaches(read) and position(read) <= end_position(it.backward.node):
@@ -384,7 +319,7 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
     last = max((i for i, (s, _) in enumerate(ordered) if always_runs(ctx, s, it.node)), default=0)
     outgoing = ordered[last:]
     stores = tuple((s, v) for s, v in outgoing if v is not None and carries_graph(ctx, graph, v, s))
-    if not stores or _cut_somewhere(ctx, scope, graph, name):
+    if not stores or cut_somewhere(ctx, scope, graph, name):
         return None
     if not any(_freed_by_own_pass(s, v, name, feeding) for s, v in stores):
         return None
@@ -395,22 +330,6 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
         return None
     shape = shape_of(ctx, graph, [v for _, v in stores], initial)
     return CarriedValue(name, False, it, first_read, flowing, stores, initial, defined, shape, False)
-
-
-def _blocks_around(ctx: FileContext, stmt: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Spans of the blocks in which ``dominates`` may find ``stmt`` enclosing a later node: its own
-    block and, past ``with`` and ``try`` bodies, the blocks around them (a cheap test before it)."""
-    spans = []
-    child = stmt
-    for parent in ctx.ancestors(stmt):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(parent, field, None) or []
-            if any(child is s for s in block):
-                spans.append((position(block[0]), end_position(block[-1])))
-        if not (isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body):
-            break
-        child = parent
-    return spans
 
 
 def _defining_statements(ctx: FileContext, it: Iteration, defs) -> list[ast.AST]:
@@ -433,65 +352,6 @@ def _freed_by_own_pass(stmt: ast.AST, value: ast.expr, name: str, feeding: Feedi
     defined, _ = statement_effect(stmt)
     mentioned = names_in(value)
     return bool((defined | mentioned) & feeding.live) or name in mentioned
-
-
-def _reset_by_call_before(ctx, scope, it, name, read) -> bool:
-    """``self.reset_state()`` before the read, where that method assigns ``name``."""
-    if not name.startswith(f"{scope.self_name}."):
-        return False
-    for node in walk(it.node):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and position(node) < position(read)):
-            continue
-        if dotted(node.func.value) == scope.self_name and always_runs(ctx, node, it.node):
-            if name in class_init_values(ctx, scope, node.func.attr):
-                return True
-    return False
-
-
-def _cut_somewhere(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str) -> bool:
-    """The author already cuts this value's history somewhere: a ``detach``/``repackage_hidden``
-    call in a statement that mentions it, or an assignment from itself that carries no graph."""
-    places = [scope]
-    if scope.self_name and name.startswith(f"{scope.self_name}."):
-        places += [s for s in scopes(ctx) if s.class_node is scope.class_node and s is not scope]
-    attr = name.split(".", 1)[1] if "." in name else name
-    for place in places:
-        target = name if place is scope else f"{place.self_name}.{attr}"
-        for node in scope_nodes(place):
-            if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
-                if target in names_in(ctx.statement_of(node)):
-                    return True
-    for stmt, value in graph.assignments.get(name, []):
-        if value is not None and name in names_in(value) and graph.kind(value, stmt) == Kind.NONE:
-            return True
-        if value is not None and _only_data_of(value, name):
-            return True
-    return False
-
-
-def _only_data_of(value: ast.expr, name: str) -> bool:
-    """``tuple([each.data for each in h])``, ``Variable(h.data)``: the value is rebuilt from the
-    carried one, every use of it (or of a comprehension variable running over it) read through
-    ``.data`` or ``.detach()``: its history is cut."""
-    parents = {id(child): node for node in walk(value) for child in child_nodes(node)}
-    aliases = {name}
-    iters = []
-    for node in walk(value):
-        if isinstance(node, ast.comprehension) and name in names_in(node.iter) and isinstance(node.target, ast.Name):
-            aliases.add(node.target.id)
-            iters.append(node.iter)
-    uses = 0
-    for node in walk(value):
-        if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) in aliases):
-            continue
-        if any(contains(it, node) for it in iters) and dotted(node) == name:
-            continue  # the iterable itself: its elements are what is used
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.attr in ("data", "detach"):
-            uses += 1
-            continue
-        return False
-    return uses > 0
 
 
 def _container_stores(ctx: FileContext, graph: GraphFacts, body_nodes: list[ast.AST]) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
@@ -522,7 +382,7 @@ def _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
             return None
         if isinstance(node, ast.Delete) and any(mutated_base(t) == name for t in node.targets):
             return None
-    if _cut_somewhere(ctx, scope, graph, name):
+    if cut_somewhere(ctx, scope, graph, name):
         return None
     store_stmts = [s for s, _ in stores]
     for read in _reads(body_nodes, name):
@@ -533,42 +393,3 @@ def _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
         after = any(end_position(s) <= position(read) for s in store_stmts)
         return CarriedValue(name, True, it, read, read, tuple(stores), initial, True, "container", after)
     return None
-
-
-def is_container(ctx: FileContext, value: Optional[ast.expr]) -> bool:
-    if isinstance(value, (ast.List, ast.Dict)):
-        return True
-    if isinstance(value, ast.Call):
-        return (last_name(value.func) or "") in ("list", "dict", "deque", "OrderedDict", "defaultdict") or is_tensor_buffer(ctx, value)
-    return False
-
-
-def is_tensor_buffer(ctx: FileContext, value: Optional[ast.expr]) -> bool:
-    """A tensor made by torch without gradient (``torch.zeros(n, d)``): item stores into it
-    (``bank[i] = feat``) record an in-place copy that joins the stored value's graph."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "float", "double", "half"):
-        value = value.func.value
-    name = qualified(ctx, value.func) if isinstance(value, ast.Call) else None
-    return bool(name and CREATION.match(name)) and not any(k.arg == "requires_grad" for k in value.keywords)
-
-
-def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST) -> bool:
-    """``graph.carries_graph``, looking into the ``forward`` of a module class of this file: an
-    output it returns detached (or passes through unchanged) carries no graph of this call. A leaf
-    passed only through operations that save no tensors has nothing a backward frees."""
-    if graph.kind(value, at) != Kind.GRAPH or leaf_only(ctx, graph, value, at):
-        return False
-    call, index = value, None
-    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, int):
-        call, index = value.value, value.slice.value
-    if not isinstance(call, ast.Call):
-        return True
-    forward = forward_scope(ctx, call.func)
-    if forward is None:
-        return True
-    callee = facts(forward.ctx or ctx, forward)
-    if index is None:
-        returns = [(n, n.value) for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
-    else:
-        returns = returned_elements(forward, index) or []
-    return not returns or all(callee.kind(element, ret) == Kind.GRAPH for ret, element in returns)

@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import Scope, walk_local
+from fixer.analysis.scopes import Scope, enclosing_block, walk_local
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -101,11 +101,8 @@ def dominates(ctx: FileContext, stmt: ast.AST, node: ast.AST) -> bool:
     child = stmt
     for parent in ctx.ancestors(stmt):
         if contains(parent, node):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(parent, field, None) or []
-                if any(child is s for s in block):
-                    return any(contains(s, node) for s in block)
-            return False
+            block = enclosing_block(ctx, child)
+            return block is not None and any(contains(s, node) for s in block)
         if isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body:
             child = parent
             continue
@@ -217,3 +214,18 @@ class Feeding:
     def reaches(self, node: ast.AST) -> bool:
         """True if the expression ``node`` is part of a value that feeds the backward call."""
         return any(contains(source, node) for source in self.sources)
+
+
+def blocks_around(ctx: FileContext, stmt: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Spans of the blocks in which ``dominates`` may find ``stmt`` enclosing a later node: its own
+    block and, past ``with`` and ``try`` bodies, the blocks around them (a cheap test before it)."""
+    spans = []
+    child = stmt
+    for parent in ctx.ancestors(stmt):
+        block = enclosing_block(ctx, child)
+        if block is not None:
+            spans.append((position(block[0]), end_position(block[-1])))
+        if not (isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body):
+            break
+        child = parent
+    return spans

@@ -8,6 +8,10 @@
   pass would raise ``NameError``). The loop's pass filter (``passes.py``) guards the read too.
 - ``inplace_alias_cut``: ``for s in state: s.detach_()`` before the read detaches every element of
   ``state`` in place. A dropped ``s.detach()`` is a no-op and is no cut.
+- ``cut_somewhere``: the author already cuts the value's history (``detach``/``repackage_hidden``
+  in a statement that mentions it, or a rebuild from its ``.data``); ``reset_by_call_before``: a
+  method that reassigns it runs before the read.
+- ``carries_graph``: whether a stored value carries a graph a backward frees at all.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from fixer.analysis.carried_flow import inside, position, statement_effect
-from fixer.analysis.graph import GraphFacts, Kind
-from fixer.analysis.names import dotted, qualified
+from fixer.analysis.carried_flow import always_runs, contains, inside, names_in, position, statement_effect
+from fixer.analysis.carried_shape import class_init_values, returned_elements
+from fixer.analysis.module_forwards import forward_scope
+from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import NON_SAVING
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
@@ -126,3 +133,87 @@ def inplace_alias_cut(ctx: FileContext, loop: ast.AST, name: str, read: ast.AST)
                 if dotted(inner.func.value) == alias:
                     return True
     return False
+
+
+CUTS = ("detach", "repackage", "truncate")
+
+
+def reset_by_call_before(ctx, scope, it, name, read) -> bool:
+    """``self.reset_state()`` before the read, where that method assigns ``name``."""
+    if not name.startswith(f"{scope.self_name}."):
+        return False
+    for node in walk(it.node):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and position(node) < position(read)):
+            continue
+        if dotted(node.func.value) == scope.self_name and always_runs(ctx, node, it.node):
+            if name in class_init_values(ctx, scope, node.func.attr):
+                return True
+    return False
+
+
+def cut_somewhere(ctx: FileContext, scope: Scope, graph: GraphFacts, name: str) -> bool:
+    """The author already cuts this value's history somewhere: a ``detach``/``repackage_hidden``
+    call in a statement that mentions it, or an assignment from itself that carries no graph."""
+    places = [scope]
+    if scope.self_name and name.startswith(f"{scope.self_name}."):
+        places += [s for s in scopes(ctx) if s.class_node is scope.class_node and s is not scope]
+    attr = name.split(".", 1)[1] if "." in name else name
+    for place in places:
+        target = name if place is scope else f"{place.self_name}.{attr}"
+        for node in scope_nodes(place):
+            if isinstance(node, ast.Call) and any(cut in (last_name(node.func) or "").lower() for cut in CUTS):
+                if target in names_in(ctx.statement_of(node)):
+                    return True
+    for stmt, value in graph.assignments.get(name, []):
+        if value is not None and name in names_in(value) and graph.kind(value, stmt) == Kind.NONE:
+            return True
+        if value is not None and _only_data_of(value, name):
+            return True
+    return False
+
+
+def _only_data_of(value: ast.expr, name: str) -> bool:
+    """``tuple([each.data for each in h])``, ``Variable(h.data)``: the value is rebuilt from the
+    carried one, every use of it (or of a comprehension variable running over it) read through
+    ``.data`` or ``.detach()``: its history is cut."""
+    parents = {id(child): node for node in walk(value) for child in child_nodes(node)}
+    aliases = {name}
+    iters = []
+    for node in walk(value):
+        if isinstance(node, ast.comprehension) and name in names_in(node.iter) and isinstance(node.target, ast.Name):
+            aliases.add(node.target.id)
+            iters.append(node.iter)
+    uses = 0
+    for node in walk(value):
+        if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) in aliases):
+            continue
+        if any(contains(it, node) for it in iters) and dotted(node) == name:
+            continue  # the iterable itself: its elements are what is used
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in ("data", "detach"):
+            uses += 1
+            continue
+        return False
+    return uses > 0
+
+
+def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.AST) -> bool:
+    """``graph.carries_graph``, looking into the ``forward`` of a module class of this file: an
+    output it returns detached (or passes through unchanged) carries no graph of this call. A leaf
+    passed only through operations that save no tensors has nothing a backward frees."""
+    if graph.kind(value, at) != Kind.GRAPH or leaf_only(ctx, graph, value, at):
+        return False
+    call, index = value, None
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, int):
+        call, index = value.value, value.slice.value
+    if not isinstance(call, ast.Call):
+        return True
+    forward = forward_scope(ctx, call.func)
+    if forward is None:
+        return True
+    callee = facts(forward.ctx or ctx, forward)
+    if index is None:
+        returns = [(n, n.value) for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
+    else:
+        returns = returned_elements(forward, index) or []
+    return not returns or all(callee.kind(element, ret) == Kind.GRAPH for ret, element in returns)

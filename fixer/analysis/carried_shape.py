@@ -8,11 +8,13 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
-from fixer.analysis.class_model import construction_argument, held_for_life
+from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
 from fixer.analysis.carried_flow import end_position, inside, position
-from fixer.analysis.graph import CREATION, GraphFacts
+from fixer.analysis.class_model import construction_argument
+from fixer.analysis.graph import CREATION, GraphFacts, facts
+from fixer.analysis.module_forwards import forward_scope, given_for_life
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 if TYPE_CHECKING:
@@ -53,8 +55,6 @@ def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iterat
         value = class_init_values(ctx, scope, "__init__").get(name)
         constructed = construction_argument(ctx, scope.class_node, name.split(".", 1)[1], for_life=False) if value is not None else None
         if isinstance(constructed, ast.Name):  # Trainer(hidden) with hidden = None at the module's level
-            from fixer.analysis.graph import facts
-
             defs = facts(ctx, scopes(ctx)[0]).reaching(constructed.id, constructed)
             constructed = defs[0][1] if len(defs) == 1 and defs[0][1] is not None else constructed
         return constructed or value, value is not None  # Trainer(hidden=None): what __init__ was given
@@ -80,10 +80,6 @@ def _value_before(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name: str)
 def initial_argument(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.expr]:
     """What the parameter ``name`` is on the first call: the value the one caller's loop starts
     the argument it passes as (``total = 0`` before ``for ...: total = step(x, total)``)."""
-    from fixer.analysis.graph import facts
-    from fixer.analysis.retained_callers import argument_of, call_sites, parameter_position
-    from fixer.analysis.scopes import enclosing_loops
-
     position_ = parameter_position(scope, name)
     sites = list(call_sites(ctx, scope)) if position_ is not None else []
     if len(sites) != 1 or sites[0][1] is None:
@@ -171,13 +167,11 @@ def _call_shape(ctx: FileContext, graph: GraphFacts, call: ast.Call) -> str:
 
 def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
     """``torch.nn.LSTM`` for a callee assigned ``nn.LSTM(...)`` somewhere in the file."""
-    from fixer.analysis.scopes import statement_index
-
     name = dotted(func)
     if name is None:
         return None
     attr = name.split(".", 1)[1] if name.startswith("self.") else None
-    given = _given_for_life(ctx, attr)
+    given = given_for_life(ctx, attr)
     if given is not None:
         return _module_class(ctx, given)
     for node in statement_index(ctx).assigns:
@@ -192,59 +186,6 @@ def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
     return None
 
 
-def _given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]:
-    """``self.rnn`` -> ``rnn`` given to the one construction ``Trainer(rnn, ...)`` (class_model)."""
-    name = held_for_life(ctx).get(f"self.{attr}") if attr else None
-    return ast.Name(id=name, ctx=ast.Load()) if name and "." not in name else None
-
-
-def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
-    """The ``forward`` method run by calling ``func`` when it holds an instance of a module class
-    defined in this file or imported from another project file (``model = Tagger()`` ... ``model(x)``)."""
-    from fixer.analysis.bindings import module_classes
-    from fixer.analysis.project import imported_class
-
-    name = dotted(func)
-    if name is None:
-        return None
-    given = _given_for_life(ctx, name.split(".", 1)[1] if name.startswith("self.") else None)
-    if given is not None:
-        return forward_scope(ctx, given)
-    classes = module_classes(ctx)
-    for value in bound_calls(ctx).get(name, ()):
-        cls = dotted(value.func)
-        local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None) if cls in classes else None
-        if local is not None:
-            return local
-        found = imported_class(ctx, qualified(ctx, value.func) or "")
-        if found is not None and found[1].bases:  # a subclass (of nn.Module, if called as one)
-            return next((s for s in scopes(found[0]) if s.class_node is found[1] and s.node.name == "forward"), None)
-        if cls in classes:
-            return None
-    return None
-
-
-MOVES = ("to", "cuda", "cpu", "train", "double", "float")  # ``Net().to(device)`` is still the ``Net()``
-
-
-def bound_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
-    """Per dotted name, the calls the file's assignments bind it to, in order (one scan)."""
-    from fixer.analysis.scopes import statement_index
-
-    def compute() -> dict[str, list[ast.Call]]:
-        found: dict[str, list[ast.Call]] = {}
-        for node in statement_index(ctx).assigns:
-            value = node.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
-                value = value.func.value
-            if isinstance(value, ast.Call):
-                for name in {dotted(t) for t in node.targets} - {None}:
-                    found.setdefault(name, []).append(value)
-        return found
-
-    return ctx.memo("constructions", compute)
-
-
 def returned_elements(scope: Scope, index: int) -> Optional[list[tuple[ast.Return, ast.expr]]]:
     """Element ``index`` of every ``return`` of ``scope``, if every return is a long enough tuple."""
     returns = [n for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
@@ -254,8 +195,6 @@ def returned_elements(scope: Scope, index: int) -> Optional[list[tuple[ast.Retur
 
 
 def _returned_shape(ctx: FileContext, scope: Scope, index: int, depth: int) -> str:
-    from fixer.analysis.graph import facts
-
     elements = returned_elements(scope, index)
     if not elements:
         return "unknown"

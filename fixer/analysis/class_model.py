@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.names import dotted
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -113,8 +115,6 @@ def construction_argument(ctx: FileContext, cls: ast.ClassDef, attr: str, for_li
 def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call]]:
     """Every ``Cls(...)`` of this file, if each is the value of an assignment; None if the name is
     used otherwise (passed on, subclassed, called elsewhere): then construction is not known."""
-    from fixer.analysis.scopes import statement_index
-
     def compute() -> Optional[list[ast.Call]]:
         calls = _assigned_calls(ctx).get(cls.name, [])
         if not calls or ctx.parent(cls) is not ctx.tree or sum(1 for c in statement_index(ctx).classes if c.name == cls.name) != 1:
@@ -127,8 +127,6 @@ def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call
 
 def _mentions(ctx: FileContext) -> dict[str, int]:
     """How often the source names each class of the file that an assignment constructs (one scan)."""
-    from fixer.analysis.scopes import statement_index
-
     def compute() -> dict[str, int]:
         names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
         if not names:
@@ -141,8 +139,6 @@ def _mentions(ctx: FileContext) -> dict[str, int]:
 
 def _assigned_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
     """``x = Name(...)`` values of the file by the called name (one pass over its assignments)."""
-    from fixer.analysis.scopes import statement_index
-
     def compute() -> dict[str, list[ast.Call]]:
         found: dict[str, list[ast.Call]] = {}
         for a in statement_index(ctx).assigns:
@@ -164,9 +160,6 @@ def held_for_life(ctx: FileContext) -> dict[str, str]:
     """``self.attr`` -> the dotted name the file's one construction of the class passes for it,
     for attributes the object keeps for life (``self.opt = opt`` given ``Trainer(opt)``), when only
     that class of the file writes ``self.attr`` (so the name says whose ``self`` it is)."""
-    from fixer.analysis.names import dotted
-    from fixer.analysis.scopes import statement_index
-
     def compute() -> dict[str, str]:
         found: dict[str, str] = {}
         constructed = _assigned_calls(ctx)

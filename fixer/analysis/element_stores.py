@@ -23,10 +23,10 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from fixer.analysis.call_sites import parameter_position
+from fixer.analysis.callees import called_function
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.project import called_function
-from fixer.analysis.retained_callers import parameter_position
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk

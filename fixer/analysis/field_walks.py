@@ -27,15 +27,16 @@ import ast
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names, module_names
+from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import class_methods, constructions
 from fixer.analysis.flow import flowing_nodes
-from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import TENSOR_METHODS
-from fixer.analysis.retained_callers import argument_of, call_sites, callers_pass_data, parameter_position
-from fixer.analysis.scopes import NESTED, Scope, scope_nodes, scopes
+from fixer.analysis.retained_callers import callers_pass_data
+from fixer.analysis.scopes import NESTED, Scope, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -112,7 +113,14 @@ def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
     bases = [qualified(ctx, b) or dotted(b) or "" for b in cls.bases]
     if cls.decorator_list or cls.keywords or any(b not in ("object", "torch.nn.Module", "torch.nn.modules.module.Module") for b in bases):
         return False
-    return not any(isinstance(n, ast.ClassDef) and any(dotted(b) == cls.name for b in n.bases) for n in ast.walk(ctx.tree))
+    return cls.name not in _base_names(ctx)
+
+
+def _base_names(ctx: FileContext) -> set[str]:
+    """The dotted names the file's classes derive from."""
+    return ctx.memo("field_walks_base_names", lambda: {
+        dotted(b) for n in walk(ctx.tree) if isinstance(n, ast.ClassDef) for b in n.bases
+    })
 
 
 def _plain_target(target: ast.expr, me: str) -> bool:

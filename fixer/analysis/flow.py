@@ -13,9 +13,10 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.graph import DETACHING_ATTRIBUTES, DETACHING_METHODS, PLAIN_BUILTINS, GraphFacts, facts
+from fixer.analysis.imported_definitions import imported_function
 from fixer.analysis.names import dotted
-from fixer.analysis.project import imported_function
-from fixer.analysis.scopes import NESTED, Scope, is_self_attribute, scopes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import NESTED, Scope, is_self_attribute, scopes
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 

@@ -17,7 +17,8 @@ from fixer.analysis.gan_roles import producers
 from fixer.analysis.gan_steps import Use, before, between, use_key
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.shared_graph import reaching
 from fixer.context import FileContext
 

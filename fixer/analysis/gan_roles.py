@@ -21,8 +21,9 @@ from typing import Iterable, Optional
 
 from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PARAMETER, GraphFacts
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import is_self_attribute, under_no_grad
+from fixer.analysis.scopes import is_self_attribute
 from fixer.analysis.shared_graph import ZERO_GRADIENT_METHODS, reaching
 from fixer.context import FileContext
 

@@ -15,7 +15,8 @@ import re
 
 from fixer.analysis.calls import backward_calls
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.scopes import Scope, scope_nodes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 
 GRAD_MODE_TEXT = re.compile(r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?")

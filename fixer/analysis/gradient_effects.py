@@ -16,8 +16,8 @@ from typing import Iterable, Optional
 
 from fixer.analysis.calls import backward_call, optimizer_call
 from fixer.analysis.graph import PLAIN_BUILTINS, facts
+from fixer.analysis.imported_definitions import imported_function
 from fixer.analysis.names import qualified
-from fixer.analysis.project import imported_function
 from fixer.analysis.scopes import NESTED, Scope, scopes
 from fixer.context import FileContext
 from fixer.nodes import child_nodes

@@ -13,14 +13,17 @@ import enum
 import re
 from typing import Optional
 
+from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.bindings import defined_functions, imported_names, module_names, module_parameter
+from fixer.analysis.callees import called_function
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
+from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.placed import Placed, start
-from fixer.analysis.project import called_function
-from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes, scopes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.placed import Placed
+from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -43,9 +46,6 @@ PLAIN_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "repr", "forma
 CONTAINER_BUILTINS = frozenset({"tuple", "list"})  # hold what their argument holds
 CREATION = re.compile(
     r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
-)
-CONDITIONAL = tuple(
-    t for t in (ast.If, ast.Try, getattr(ast, "TryStar", None), ast.For, ast.AsyncFor, ast.While, getattr(ast, "Match", None)) if t
 )
 PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 MODULE_NAME = re.compile(
@@ -80,30 +80,17 @@ class GraphFacts:
     def __init__(self, ctx: FileContext, scope: Scope):
         self.ctx = ctx
         self.scope = scope
-        self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
+        self.bindings = scope_assignments(ctx, scope)  # (shared with every other asker of the scope's bindings)
+        self.assignments = self.bindings.assignments
         self.backwarded: set[str] = set()
         self._name_kinds: dict[tuple[str, int], Kind] = {}
         self._query_kinds: dict[tuple[str, int], Kind] = {}
         self._duck_typed: set[tuple[str, int]] = set()
         self._bound: list[dict[str, ast.expr]] = []  # comprehension variables -> their iterables
-        self._placed: dict[Optional[str], Placed] = {}  # by name; None: all names
-        self._all_placed: Optional[list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]] = None
         self._collect()
 
     # -- facts -----------------------------------------------------------------------------
     def _collect(self) -> None:
-        for node in scope_nodes(self.scope):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    self._bind(target, node, node.value)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                self._bind(node.target, node, node.value)
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                self._bind(node.target, node, None)  # batches from a loader: no graph
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                self._bind(node.optional_vars, self.ctx.parent(node) or node, None)  # the With has the position
-            elif isinstance(node, ast.NamedExpr):
-                self._bind(node.target, node, node.value)
         for call in written_backward_calls(self.ctx, self.scope):
             targets = call.target.elts if isinstance(call.target, (ast.Tuple, ast.List)) else [call.target]
             for target in targets:
@@ -111,64 +98,15 @@ class GraphFacts:
                 if name:
                     self.backwarded.add(name)
 
-    def _bind(self, target: ast.AST, stmt: ast.AST, value: Optional[ast.expr]) -> None:
-        if isinstance(target, (ast.Tuple, ast.List)):
-            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
-            for index, element in enumerate(target.elts):
-                if values:
-                    part = values[index]
-                elif isinstance(value, ast.Call) and not isinstance(element, ast.Starred):
-                    part = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load()), value)
-                    part.end_lineno, part.end_col_offset = value.end_lineno, value.end_col_offset
-                else:
-                    part = value
-                self._bind(element, stmt, part)
-        elif isinstance(target, ast.Starred):
-            self._bind(target.value, stmt, value)
-        else:
-            name = dotted(target)
-            if name:
-                self.assignments.setdefault(name, []).append((stmt, value))
-
     def reaching(self, name: str, at: ast.AST) -> list[tuple[ast.AST, Optional[ast.expr]]]:
-        """Assignments of ``name`` that may reach ``at``: the latest one before it in source order
-        (and earlier ones when that one is conditional); all of them if none precedes ``at``
-        (a value carried around a loop)."""
-        defs = self.assignments.get(name, [])
-        position = start(at)
-        around = {id(at), *map(id, self.ctx.ancestors(at))}  # a statement holding ``at`` (a loop header) is not before it
-        chosen: list[tuple[ast.AST, Optional[ast.expr]]] = []
-        for index in range(self.placed(name).last_before(position), -1, -1):  # those before ``at``, latest first
-            stmt = defs[index][0]
-            if start(stmt) >= position or id(stmt) in around:
-                continue
-            if chosen and not self._is_conditional(chosen[-1][0], at):
-                break
-            chosen.append(defs[index])
-        return chosen or defs
+        """The scope's ``reaching`` (assignments.Assignments)."""
+        return self.bindings.reaching(name, at)
 
     def placed(self, name: str) -> Placed:
-        """The assignments of ``name`` indexed by position."""
-        if name not in self._placed:
-            self._placed[name] = Placed([stmt for stmt, _ in self.assignments.get(name, [])])
-        return self._placed[name]
+        return self.bindings.placed(name)
 
     def assigned_within(self, node: ast.AST) -> list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]:
-        """(name, assignment) for each assignment starting within ``node``'s span, in the order of
-        ``assignments`` (name by name)."""
-        if self._all_placed is None:
-            self._all_placed = [(name, d) for name, defs in self.assignments.items() for d in defs]
-            self._placed[None] = Placed([stmt for _, (stmt, _) in self._all_placed])
-        return [self._all_placed[i] for i in self._placed[None].starting_within(node)]
-
-    def _is_conditional(self, stmt: ast.AST, at: ast.AST) -> bool:
-        at_parents = set(map(id, self.ctx.ancestors(at)))
-        for parent in self.ctx.ancestors(stmt):
-            if parent is self.scope.node:
-                return False
-            if isinstance(parent, CONDITIONAL) and id(parent) not in at_parents:
-                return True
-        return False
+        return self.bindings.assigned_within(node)
 
     # -- questions -------------------------------------------------------------------------
     def kind(self, expr: Optional[ast.expr], at: Optional[ast.AST] = None, _seen: Optional[set] = None) -> Kind:
@@ -331,8 +269,6 @@ class GraphFacts:
         return None if forward is not None and kind == Kind.UNKNOWN else kind  # unseen: a module output
 
     def _forward(self, func: ast.expr) -> Optional[Scope]:
-        from fixer.analysis.carried_shape import forward_scope
-
         return forward_scope(self.ctx, func) if self.is_module(func) else None
 
     def _returns(self, scope: Scope, seen: set) -> Kind:
@@ -379,12 +315,3 @@ def _requires_grad_true(call: ast.Call) -> bool:
 
 def facts(ctx: FileContext, scope: Scope) -> GraphFacts:
     return ctx.memo(("graph_facts", id(scope.node)), lambda: GraphFacts(ctx, scope))
-
-
-def scope_of(ctx: FileContext, node: ast.AST) -> Scope:
-    """The innermost function (or the module) that contains ``node``."""
-    by_node = {id(s.node): s for s in scopes(ctx)}
-    for parent in ctx.ancestors(node):
-        if id(parent) in by_node:
-            return by_node[id(parent)]
-    return by_node[id(ctx.tree)]

@@ -14,8 +14,9 @@ from typing import Iterable, Optional
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.names import dotted
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.passes import is_pass_filter, pass_body, periodic_guard
-from fixer.analysis.scopes import LOOPS, under_no_grad
+from fixer.analysis.scopes import LOOPS
 from fixer.analysis.shared_graph import flowing_nodes, retains_graph
 from fixer.context import FileContext
 from fixer.nodes import walk

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.assignments import scope_assignments
+from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import class_methods, constructor_field
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
@@ -51,10 +53,8 @@ def held_attribute(ctx: FileContext, scope: Scope, owner: str, at: ast.AST) -> O
 
 
 def _stored_name(ctx: FileContext, scope: Scope, holder: str, read: ast.expr, at: ast.AST) -> Optional[str]:
-    from fixer.analysis.graph import facts  # graph asks this module about reads
-
-    graph = facts(ctx, scope)
-    defs = graph.reaching(holder, at)
+    bindings = scope_assignments(ctx, scope)
+    defs = bindings.reaching(holder, at)
     if len(defs) != 1 or not isinstance(defs[0][1], (ast.Dict, ast.Tuple, ast.Call)):
         return None
     stmt, value = defs[0]
@@ -66,7 +66,7 @@ def _stored_name(ctx: FileContext, scope: Scope, holder: str, read: ast.expr, at
     stored = _stored(ctx, value, read, holder in called)
     if not isinstance(stored, ast.Name) or stored.id == holder:
         return None
-    if [id(s) for s, _ in graph.reaching(stored.id, at)] != [id(s) for s, _ in graph.reaching(stored.id, stmt)]:
+    if [id(s) for s, _ in bindings.reaching(stored.id, at)] != [id(s) for s, _ in bindings.reaching(stored.id, stmt)]:
         return None  # the stored name was rebound between the store and the read
     return stored.id
 
@@ -83,7 +83,6 @@ def _stored(ctx: FileContext, value: Optional[ast.expr], read: ast.expr, methods
             if not any(isinstance(e, ast.Starred) for e in value.elts):
                 return value.elts[key]
         return None
-    from fixer.analysis.instances import instance_class  # instances reads the graph facts
 
     cls = instance_class(ctx, value)
     if cls is None or methods_called and any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases):

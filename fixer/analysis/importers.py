@@ -4,7 +4,7 @@ callers of ``calc_gradient_penalty`` in ``train.py`` when ``helpers.py`` defines
 A function's callers sit beside its module or above it: the files of its folder, and when that
 folder is a package, of each package folder above and of the folder holding the top package (its
 scripts). Only files whose text names the function and imports something are parsed, and a call
-counts only when the caller's own imports resolve it to this very function (``project``). Each
+counts only when the caller's own imports resolve it to this very function (``imported_definitions``). Each
 file read and each folder's set of Python files are recorded for the result cache (a new caller
 changes the answer)."""
 
@@ -16,9 +16,13 @@ import re
 from typing import Iterator, NamedTuple, Optional
 
 from fixer import depends
-from fixer.analysis.names import dotted
-from fixer.analysis.project import _load, _read, bound_of, imported_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.call_sites import argument_of, call_sites, parameter_position, word_counts
+from fixer.analysis.callees import imported_instance_of
+from fixer.analysis.class_model import class_methods, constructions, constructor_field
+from fixer.analysis.imported_definitions import imported_class, imported_function
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project_files import bound_of, load_file, read_file
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
@@ -55,17 +59,15 @@ def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
 
 
 def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iterator[ImportedCall]:
-    from fixer.analysis.project import imported_instance_of
-
     here = os.path.abspath(ctx.path)
     calling = set(_paths_naming(here, method))  # only files whose text names the method can call it
     constructing = re.compile(rb"=\s*(?:\w+\.)*%s\s*\(" % re.escape(cls.name.encode()))  # and assigns an instance
-    paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(_read(p))]
+    paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(read_file(p))]
     if len(paths) > MAX_CALLING_FILES:
         yield ImportedCall(ctx, scopes(ctx)[0], None)  # a class used across a library: its callers stay unknown
         return
     for path in paths:
-        other = _load(path)
+        other = load_file(path)
         if other is None or not _imports_name(other, cls.name):
             continue
         instances = _instances_in(other, here, cls.name)
@@ -90,12 +92,12 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
 
 def _calls_from(ctx: FileContext, here: str, name: str):
     stem = os.path.basename(os.path.dirname(here) if os.path.basename(here) == "__init__.py" else os.path.splitext(here)[0]).encode()
-    paths = [p for p in _paths_naming(here, name) if _names(_read(p), stem)]  # (an import of the module names it)
+    paths = [p for p in _paths_naming(here, name) if _names(read_file(p), stem)]  # (an import of the module names it)
     if len(paths) > MAX_CALLING_FILES:
         yield ImportedCall(ctx, scopes(ctx)[0], None)  # a function used across a library: its callers stay unknown
         return
     word = re.compile(r"\b%s\b" % re.escape(name))
-    for other in filter(None, map(_load, paths)):
+    for other in filter(None, map(load_file, paths)):
         for scope in scopes(other):
             if not other.mentions(scope.node, word):
                 continue
@@ -109,7 +111,7 @@ def _calls_from(ctx: FileContext, here: str, name: str):
 def _naming_files(here: str, name: str) -> Iterator[FileContext]:
     """The parsed neighbours of module ``here`` whose text imports something and names ``name``."""
     for path in _paths_naming(here, name):
-        other = _load(path)
+        other = load_file(path)
         if other is not None:
             yield other
 
@@ -123,7 +125,7 @@ def _paths_naming(here: str, name: str) -> tuple[str, ...]:
 def _folder_paths_naming(folder: str, name: str) -> tuple[str, ...]:
     """(Per process and folder: each neighbour is read once per name asked, not once per caller.)"""
     word = name.encode()
-    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := _read(p)) and _names(data, word))
+    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := read_file(p)) and _names(data, word))
 
 
 def _names(data: bytes, name: bytes) -> bool:
@@ -160,11 +162,9 @@ def _neighbours(here: str) -> tuple[str, ...]:
 
 
 def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileContext, Scope, Optional[ast.Call]]]:
-    """``retained_callers.call_sites`` with each caller's file (this one), then the calls of the
+    """``call_sites.call_sites`` with each caller's file (this one), then the calls of the
     importing files for a module-level function: (caller's file, caller, call or None for a use
     that is not a call)."""
-    from fixer.analysis.retained_callers import call_sites
-
     for caller, call in call_sites(ctx, scope):
         yield ctx, caller, call
     for imported in importer_calls(ctx, scope):
@@ -190,10 +190,6 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     and in the files importing it: (file, scope, call). None when some use of the class is not
     such a construction (passed on, subclassed, stored on an object): then what its instances
     are given is unknown."""
-    from fixer.analysis.class_model import constructions
-    from fixer.analysis.graph import scope_of
-    from fixer.analysis.retained_callers import word_counts
-
     if ctx.parent(cls) is not ctx.tree:
         return None
 
@@ -221,10 +217,6 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
 def _instances_in(other: FileContext, here: str, name: str) -> set[str]:
     """Names ``other`` assigns ``Cls(...)`` of the class ``name`` of module ``here`` (from its
     assignments alone)."""
-    from fixer.analysis.names import qualified
-    from fixer.analysis.project import imported_class
-    from fixer.analysis.scopes import statement_index
-
     found = set()
     for assign in statement_index(other).assigns:
         value = assign.value
@@ -242,8 +234,6 @@ def _is_class(known: Optional[tuple[FileContext, ast.ClassDef]], here: str, name
 def _imports_name(other: FileContext, name: str) -> bool:
     """``other`` may refer to ``name`` through an import: ``from m import name [as x]``, or
     ``m.name`` after importing a module (a cheap test before walking it)."""
-    from fixer.analysis.scopes import statement_index
-
     imports = statement_index(other).imports
     return any(isinstance(i, ast.ImportFrom) and any(a.name == name for a in i.names) for i in imports) or f".{name}" in other.source
 
@@ -251,10 +241,6 @@ def _imports_name(other: FileContext, name: str) -> bool:
 def _class_uses(other: FileContext, here: str, name: str) -> list[ast.expr]:
     """The expressions of ``other`` that name the class ``name`` of module ``here`` (its imports
     excluded)."""
-    from fixer.analysis.names import qualified
-    from fixer.analysis.project import imported_class
-    from fixer.analysis.scopes import statement_index
-
     def compute() -> list[ast.expr]:
         imports = statement_index(other).imports
         local = {a.asname or a.name for i in imports if isinstance(i, ast.ImportFrom) for a in i.names if a.name == name}
@@ -275,9 +261,6 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
     """What each construction of ``cls`` in the project gives for the field ``self.attr`` the
     object keeps for life (``self.model = model`` in ``__init__``, never rebound): (file, scope,
     argument); None when a construction is unknown or passes it through ``*``/``**``."""
-    from fixer.analysis.class_model import class_methods, constructor_field
-    from fixer.analysis.retained_callers import argument_of, parameter_position
-
     param = constructor_field(ctx, cls, attr)
     sites = project_constructions(ctx, cls) if param is not None else None
     if not sites:

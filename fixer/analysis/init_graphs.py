@@ -20,7 +20,9 @@ from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import LOOPS, NESTED, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.protocol import call_loops
+from fixer.analysis.scopes import LOOPS, NESTED, STATEMENT_LISTS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -133,8 +135,6 @@ def _called_in_a_loop(ctx: FileContext, name: str) -> bool:
 def _called_in_a_step(ctx: FileContext, name: str) -> bool:
     """``x.<name>(...)`` in a function that is one pass of loops (``protocol.call_loops``:
     ``for batch in ...: train_step(trainer)`` with ``trainer.step(...)`` in ``train_step``)."""
-    from fixer.analysis.protocol import call_loops
-
     pattern = re.compile(r"\.\s*%s\s*\(" % re.escape(name))
     return any(
         not isinstance(scope.node, ast.Module) and ctx.mentions(scope.node, pattern)

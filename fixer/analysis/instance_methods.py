@@ -1,6 +1,6 @@
 """Which project method a call through an instance runs: ``opt.backward(loss)`` runs
 ``ScaledOptimizer.backward`` when every binding of ``opt`` constructs ``ScaledOptimizer`` (a class
-of this file or of another project file, ``project.called_function``) and that class defines
+of this file or of another project file, ``callees.called_function``) and that class defines
 ``backward``. A fact about what the receiver holds, never about its name: a receiver that cannot
 be resolved gives None (it may be a tensor)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from fixer.analysis.project import called_function
+from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, scopes
 from fixer.context import FileContext
 

@@ -1,6 +1,6 @@
-"""Instances of this file's classes, judged by their methods' bodies, never by the class name.
+"""Instances of this file's classes, judged by their methods' bodies, never by the class name
+(``callees.instance_class`` finds the class a call ``Cls(...)`` instantiates).
 
-``instance_class(ctx, value)`` is the class of this file a call ``Cls(...)`` instantiates;
 ``keeps_argument(ctx, cls, method)`` says whether ``obj.method(value, ...)`` stores its first
 argument (or something computed from it) on the object: ``self.sum += value * n`` keeps it,
 ``self.sum += value.item() * n`` or ``self.total += float(value)`` does not. None when the method
@@ -12,19 +12,12 @@ import ast
 from typing import Optional
 
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import scope_nodes, scopes
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft"})
-
-
-def instance_class(ctx: FileContext, value: Optional[ast.expr]) -> Optional[ast.ClassDef]:
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
-        return None
-    found = [c for c in statement_index(ctx).classes if c.name == value.func.id and ctx.parent(c) is ctx.tree]
-    return found[0] if len(found) == 1 else None
 
 
 def keeps_argument(ctx: FileContext, cls: ast.ClassDef, method: str) -> Optional[bool]:

@@ -23,7 +23,8 @@ from fixer.analysis.calls import backpropagates_in
 from fixer.analysis.element_stores import ElementStore, bound_argument, element_kinds, element_stores, numeric_readers
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.scopes import Scope, enclosing_loops, scopes, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, scopes
 from fixer.context import FileContext
 
 TENSOR_KINDS = frozenset({Kind.GRAPH, Kind.LEAF})

@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.graph import GraphFacts
-from fixer.analysis.instances import instance_class, keeps_argument
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.instances import keeps_argument
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import imported_class
 from fixer.analysis.scopes import statement_index
 from fixer.analysis.threaded import argument_values
 from fixer.context import FileContext

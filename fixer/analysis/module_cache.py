@@ -29,11 +29,11 @@ from fixer.analysis.carried_flow import (
     surely_defines,
 )
 from fixer.analysis.bindings import module_classes
-from fixer.analysis.graph import Kind, facts, scope_of
+from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers, project_constructions
-from fixer.analysis.names import dotted, last_name
+from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.reset_calls import reset_between_backwards
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -332,8 +332,6 @@ def _data_names(expr: ast.expr) -> set[str]:
 def _tensor_op(ctx: FileContext, call: ast.Call, self_name: str, helpers: set[str]) -> bool:
     """A torch function, a tensor method or a submodule call: none of them drops the graph (a
     helper method of the class might: unknown)."""
-    from fixer.analysis.names import qualified
-
     name = qualified(ctx, call.func) or ""
     if name.startswith("torch."):
         return True

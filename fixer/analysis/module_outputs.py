@@ -16,13 +16,16 @@ every pass: only origins evaluated outside that loop are common to its values.
 from __future__ import annotations
 
 import ast
-from typing import Optional, Union
+from typing import Any, Callable, Optional, Union
 
-from fixer.analysis.bindings import module_classes
+from fixer.analysis.bindings import module_classes, module_parameter
+from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.class_model import held_for_life
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.importers import construction_arguments, project_call_sites
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project import imported_class
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 TORCH = "torch"  # a module class of torch itself
@@ -33,24 +36,27 @@ WRAPPERS = frozenset(
 MOVES = ("to", "cuda", "cpu", "train", "eval", "double", "float", "half")
 CONTAINERS = (ast.Tuple, ast.List, ast.Dict)
 MAX_DEPTH = 3
+# trace(ctx, forward, depth): the tracer of a forward's values to their origins, with .origins(...)
+# and .saves(...); shared_graph's, handed in by its caller (the tracer asks this module about the
+# module calls it meets, so this module cannot import it)
+Trace = Callable[[FileContext, Scope, int], Any]
 
 
-def outputs_share(ctx: FileContext, func: ast.expr, depth: int = 0, scope: Optional[Scope] = None) -> Optional[bool]:
+def outputs_share(ctx: FileContext, func: ast.expr, trace: Trace, depth: int = 0, scope: Optional[Scope] = None) -> Optional[bool]:
     """True/False when calling ``func`` is a known forward whose outputs do / do not share a
     saving graph; None when what ``func`` runs is unknown. A parameter of ``scope`` that the
-    project's every call gives a module is judged by those modules (all agreeing)."""
+    project's every call gives a module is judged by those modules (all agreeing). ``trace`` follows
+    the values of a readable forward to their origins (shared_graph hands in its tracer)."""
     if scope is not None and isinstance(func, ast.Name) and depth < MAX_DEPTH:
-        from fixer.analysis.bindings import module_parameter
-
         if module_parameter(ctx, scope, func.id):
-            return _parameter_shares(ctx, scope, func.id, depth)
-    known = _class_shares(ctx, _resolve(ctx, dotted(func)), depth)
+            return _parameter_shares(ctx, scope, func.id, depth, trace)
+    known = _class_shares(ctx, _resolve(ctx, dotted(func)), depth, trace)
     if known is None and scope is not None and scope.class_node is not None and depth < MAX_DEPTH:
-        return _field_shares(ctx, scope, func, depth)
+        return _field_shares(ctx, scope, func, depth, trace)
     return known
 
 
-def _class_shares(ctx: FileContext, resolved: Optional[str], depth: int) -> Optional[bool]:
+def _class_shares(ctx: FileContext, resolved: Optional[str], depth: int, trace: Trace) -> Optional[bool]:
     """``outputs_share`` for a module of class ``resolved`` (as ``ctx`` names it)."""
     if resolved is None or depth >= MAX_DEPTH:
         return None
@@ -61,38 +67,33 @@ def _class_shares(ctx: FileContext, resolved: Optional[str], depth: int) -> Opti
         return None
     if forward == TORCH:
         return True
-    return ctx.memo(("module_outputs_share", id(forward.node), depth), lambda: _forward_shares(ctx, forward, depth + 1))
+    return ctx.memo(("module_outputs_share", id(forward.node), depth), lambda: _forward_shares(ctx, forward, depth + 1, trace))
 
 
-def _field_shares(ctx: FileContext, scope: Scope, func: ast.expr, depth: int) -> Optional[bool]:
+def _field_shares(ctx: FileContext, scope: Scope, func: ast.expr, depth: int, trace: Trace) -> Optional[bool]:
     """``self.net(x)`` in a method, the module kept for life as given to each construction of
     the class in the project (``Trainer(net)`` in the script importing it)."""
-    from fixer.analysis.importers import construction_arguments
-
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == scope.self_name):
         return None
     given = construction_arguments(ctx, scope.class_node, func.attr)
-    return _agreed(given or [], depth)
+    return _agreed(given or [], depth, trace)
 
 
-def _agreed(arguments, depth: int) -> Optional[bool]:
+def _agreed(arguments, depth: int, trace: Trace) -> Optional[bool]:
     """One answer for the modules given as ``arguments`` ((file, scope, expression) each)."""
     answers = set()
     for own, caller, argument in arguments:
         if isinstance(argument, ast.Call):
-            answers.add(_class_shares(own, _constructed(own, argument, module_classes(own)), depth + 1))
+            answers.add(_class_shares(own, _constructed(own, argument, module_classes(own)), depth + 1, trace))
         else:
-            answers.add(outputs_share(own, argument, depth + 1, caller))
+            answers.add(outputs_share(own, argument, trace, depth + 1, caller))
     return answers.pop() if len(answers) == 1 else None
 
 
-def _parameter_shares(ctx: FileContext, scope: Scope, name: str, depth: int) -> Optional[bool]:
+def _parameter_shares(ctx: FileContext, scope: Scope, name: str, depth: int, trace: Trace) -> Optional[bool]:
     """Every call's argument for the parameter ``name``, judged in its caller's file."""
-    from fixer.analysis.importers import project_call_sites
-    from fixer.analysis.retained_callers import argument_of, parameter_position
-
     position = parameter_position(scope, name)
-    return _agreed(((own, caller, argument_of(call, name, position)) for own, caller, call in project_call_sites(ctx, scope)), depth)
+    return _agreed(((own, caller, argument_of(call, name, position)) for own, caller, call in project_call_sites(ctx, scope)), depth, trace)
 
 
 def _resolve(ctx: FileContext, name: Optional[str]) -> Optional[str]:
@@ -160,10 +161,8 @@ def _class(ctx: FileContext, class_name: str) -> Optional[tuple[FileContext, ast
     return imported_class(ctx, class_name)
 
 
-def _forward_shares(ctx: FileContext, forward: Scope, depth: int) -> bool:
-    from fixer.analysis.shared_graph import _Tracer  # shared_graph imports this module
-
-    tracer = _Tracer(forward.ctx or ctx, forward, depth)
+def _forward_shares(ctx: FileContext, forward: Scope, depth: int, trace: Trace) -> bool:
+    tracer = trace(forward.ctx or ctx, forward, depth)
     ctx = forward.ctx or ctx
     returns = [n for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
     returns = [r for r in returns if not under_no_grad(ctx, r)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
 
 
@@ -62,7 +63,6 @@ def import_aliases(ctx: FileContext) -> dict[str, str]:
 
     def compute() -> dict[str, str]:
         aliases: dict[str, str] = {}
-        from fixer.analysis.scopes import statement_index
 
         for node in statement_index(ctx).imports:
             if isinstance(node, ast.Import):

@@ -26,7 +26,8 @@ from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.loop_reach import iteration_backwards, methods_run, read_fields, stored_from_outside
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, statement_index, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 

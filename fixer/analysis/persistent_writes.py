@@ -29,7 +29,8 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, flowing_names
 from fixer.analysis.loop_reach import callee_method, iteration_backwards, methods_run, read_fields, stored_from_outside
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 CREATION = re.compile(r"^torch\.(zeros|ones|empty|full|rand|randn|tensor)(_like)?$")

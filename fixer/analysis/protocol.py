@@ -1,114 +1,27 @@
-"""The optimizer protocol of one training iteration: the order of backward / zero_grad / step
-events in a straight-line block, which optimizer owns which model's parameters, and where a
-statement can be moved with the comments attached to it."""
+"""The optimizer protocol of one training iteration: which optimizer owns which model's
+parameters, which loops a step function runs in, and where a statement can be moved with the
+comments attached to it (the order of its events is call_events.block_events)."""
 
 from __future__ import annotations
 
 import ast
-import bisect
 import re
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.call_events import call_events
-from fixer.analysis.calls import backward_calls, is_scaler, optimizer_calls
+from fixer.analysis.call_events import Event
+from fixer.analysis.call_sites import call_sites
+from fixer.analysis.calls import OPTIMIZER_TEXT, is_optimizer_construction, is_scaler
 from fixer.analysis.class_model import held_for_life
+from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.passes import is_pass_filter, loop_of_pass
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.passes import loop_of_pass
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody")
-CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.BoolOp, ast.comprehension, ast.Match)
-OPTIMIZER_CLASSES = re.compile(
-    r"^(SGD|ASGD|Adam|AdamW|Adamax|Adagrad|Adadelta|NAdam|RAdam|RMSprop|Rprop|LBFGS|SparseAdam|Lion|LAMB|Lamb|Adafactor)$"
-)
 # statements that may follow step() as part of one update: scaler.update(), scheduler.step()
 UPDATE_COMPANION = re.compile(r"(scaler|sched|lr_|warmup)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str  # "backward", "zero_grad" or "step"
-    owner: Optional[str]  # optimizer (or model, for zero_grad); None for a backward
-    call: ast.Call
-    index: int  # position in the block of the statement that holds the call
-    direct: bool  # the statement is exactly this call (``opt.step()`` on its own), not nested in it
-    conditional: bool  # inside an if / loop / try / boolean expression within that statement
-    spelling: str = ""  # backward: BackwardCall.kind ("method", "owner", ...); step: "scaler" or ""
-    via: Optional[ast.Call] = None  # the call of a project function inside which it happens
-
-    @property
-    def site(self) -> ast.Call:
-        """Where the event happens in the block's own file: the call itself, or the helper call."""
-        return self.via or self.call
-
-
-def block_events(ctx: FileContext, scope: Scope, block: list[ast.stmt], through_calls: bool = False, depth: int = 0) -> list[Event]:
-    """The protocol events of ``block`` in source order (backward calls that fill ``.grad``,
-    zero_grad and step calls), each placed at the block statement that holds it. With
-    ``through_calls``, also the events inside project functions the block calls (``call_events``),
-    in the callee's order, at the statement holding the call."""
-    positions = {id(stmt): i for i, stmt in enumerate(block)}
-    found, lines = _scope_events(ctx, scope, through_calls, depth)
-    events, order = [], {}
-    first = min((n.lineno for stmt in block for n in (stmt, *getattr(stmt, "decorator_list", ()))), default=0)
-    last = max((stmt.end_lineno for stmt in block), default=0)
-    # only the calls on the block's lines (each block of a module asks: a scan of all was quadratic)
-    for _, i in lines[bisect.bisect_left(lines, (first,)):bisect.bisect_right(lines, (last, len(found)))]:
-        node, kind, owner, spelling, inner, via = found[i]
-        conditional, holder, child = inner, None, None
-        for parent in _chain(ctx, via or node):
-            conditional = conditional or _runs_conditionally(parent, child) and not is_pass_filter(ctx, parent, child)
-            if id(parent) in positions:
-                holder = parent
-                break
-            child = parent
-        if holder is None:
-            continue
-        direct = via is None and _alone_in(ctx, holder, node)
-        event = Event(kind, owner, node, positions[id(holder)], direct, conditional, spelling, via)
-        events.append(event)
-        order[id(event)] = i
-    return sorted(events, key=lambda e: (e.index, e.site.lineno, e.site.col_offset, order[id(e)]))
-
-
-def _scope_events(ctx: FileContext, scope: Scope, through_calls: bool, depth: int) -> tuple[list[tuple], list[tuple[int, int]]]:
-    """The scope's backward and optimizer calls (and, ``through_calls``, those inside the project
-    functions it calls, at the call), once a scope: (the calls, their (line, index) sorted)."""
-
-    def compute() -> tuple[list[tuple], list[tuple[int, int]]]:
-        found: list[tuple[ast.Call, str, Optional[str], str, bool, Optional[ast.Call]]] = [
-            (call.node, "backward", None, call.kind, False, None) for call in backward_calls(ctx, scope) if call.kind != "autograd.grad"
-        ]
-        found += [(c.node, c.kind, c.owner, "scaler" if c.via_scaler else "", False, None) for c in optimizer_calls(ctx, scope)]
-        if through_calls:
-            listed = {id(f[0]) for f in found}  # (a set: testing each call against the list was quadratic)
-            for node in scope_nodes(scope):
-                if isinstance(node, ast.Call) and id(node) not in listed:
-                    for e in call_events(ctx, scope, node, depth) or ():
-                        found.append((e.call, e.kind, e.owner, e.spelling, e.conditional, node))
-                        listed.add(id(e.call))
-        return found, sorted(((f[5] or f[0]).lineno, i) for i, f in enumerate(found))
-
-    return ctx.memo(("scope_events", id(scope.node), through_calls, depth), compute)
-
-
-def _alone_in(ctx: FileContext, holder: ast.stmt, call: ast.Call) -> bool:
-    """``holder`` is the call's own statement, or a shared guard holding only it (``if c: opt.step()``,
-    which moves as a whole with its guard)."""
-    while isinstance(holder, ast.If) and len(holder.body) == 1 and is_pass_filter(ctx, holder, holder.body[0]):
-        holder = holder.body[0]
-    return isinstance(holder, ast.Expr) and holder.value is call
-
-
-def _runs_conditionally(parent: ast.AST, child: Optional[ast.AST]) -> bool:
-    """``child`` (None: the call itself) runs only sometimes inside ``parent``. A ``try`` body and
-    its ``finally`` run every time; its handlers and ``else`` do not."""
-    if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-        return child is not None and (child in parent.orelse or isinstance(child, ast.ExceptHandler))
-    return isinstance(parent, CONDITIONAL)
 
 
 def is_plain_step(step: Event) -> bool:
@@ -117,16 +30,8 @@ def is_plain_step(step: Event) -> bool:
     return len(step.call.args) == expected and not step.call.keywords
 
 
-def _chain(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
-    yield node
-    yield from ctx.ancestors(node)
-
-
 def optimizer_scopes(ctx: FileContext) -> list[Scope]:
     """Scopes whose text mentions ``zero_grad`` or ``.step``: the only ones the 2xx rules look into."""
-    from fixer.analysis.calls import OPTIMIZER_TEXT
-    from fixer.analysis.scopes import scopes
-
     return [scope for scope in scopes(ctx) if ctx.mentions(scope.node, OPTIMIZER_TEXT)]
 
 
@@ -153,10 +58,6 @@ def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[FileContex
     and for a module-level function in the files that import it) is a call inside a loop (``for
     batch in loader: train_step(batch)``), its body is one pass of those loops: (the caller's
     file, caller, innermost loop) per call. None when some use is not such a call, or there is none."""
-    from fixer.analysis.importers import importer_calls
-    from fixer.analysis.retained_callers import call_sites
-    from fixer.analysis.scopes import enclosing_loops
-
     node = scope.node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
         return None
@@ -177,15 +78,6 @@ def call_loops(ctx: FileContext, scope: Scope) -> Optional[list[tuple[FileContex
 
 
 # --- which optimizer owns which parameters -------------------------------------------------
-
-
-def is_optimizer_construction(ctx: FileContext, value: ast.expr) -> bool:
-    if not isinstance(value, ast.Call):
-        return False
-    name = qualified(ctx, value.func) or ""
-    return name.startswith("torch.optim.") and not name.startswith("torch.optim.lr_scheduler") or bool(
-        OPTIMIZER_CLASSES.match(last_name(value.func) or "")
-    )
 
 
 def optimizer_params(ctx: FileContext) -> dict[str, Optional[frozenset[str]]]:

@@ -13,8 +13,9 @@ from fixer.analysis.grad_mode import records_gradients, switches_grad_mode
 from fixer.analysis.graph import GraphFacts, Kind
 from fixer.analysis.graph_reuse import inside
 from fixer.analysis.names import dotted
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.retained_walks import returned_only_for_numbers
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from fixer.analysis.call_sites import uses_of
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.retained_callers import uses_of
 from fixer.analysis.scopes import enclosing_loops
 from fixer.context import FileContext
 

@@ -21,9 +21,12 @@ from fixer.analysis.bindings import module_names
 from fixer.analysis.flow import flowing_arguments
 from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, import_aliases, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import NOWHERE, Placed, start
+from fixer.analysis.plain_numbers import parameters, plain_attribute, plain_parameter
+from fixer.analysis.callees import called_function
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
-from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, scopes, statement_index, under_no_grad
+from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -56,7 +59,6 @@ TRANSITION_PARAMETER = re.compile(r"^(actions?|rewards?|dones?|terminals?|is_ter
 DATA_SOURCE = re.compile(r"loader|data|batch|sampler|iter|split|episode|task|env", re.IGNORECASE)
 # ``model_input``, ``net_out``: named after a model, holding a tensor
 TENSOR_NAME = re.compile(r"(input|output|out|pred|logit|loss|feat|feature|hidden|state|emb|grad|score|prob)s?$", re.IGNORECASE)
-SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str"})
 TRANSPARENT = (ast.With, ast.AsyncWith)  # blocks that always run their body
 
 
@@ -159,8 +161,6 @@ class GraphSources:
         given = [i for i, a in enumerate(call.args) if isinstance(a, (ast.Name, ast.Attribute)) and dotted(a) and self._is_module_path(dotted(a))]
         if not given:
             return False
-        from fixer.analysis.project import called_function
-
         callee = called_function(self.ctx, self.scope, call.func)
         if callee is None or isinstance(callee.node, ast.Module):
             return False
@@ -218,15 +218,15 @@ class GraphSources:
         """A name with no assignment reaching ``at`` in this scope."""
         root = name.split(".")[0]
         if "." in name:
-            if root == self.scope.self_name and name.count(".") == 1 and _plain_attribute(self.ctx, self.scope, name):
+            if root == self.scope.self_name and name.count(".") == 1 and plain_attribute(self.ctx, self.scope, name):
                 return  # self.gamma: a number set in the class
-            if root == self.scope.self_name or root in _parameters(self.scope) or root not in self.graph.assignments:
+            if root == self.scope.self_name or root in parameters(self.scope) or root not in self.graph.assignments:
                 out.unknown = True  # self.cache, obj.hidden: set somewhere we cannot see
             else:
                 self._visit(expr.value, at, through_call, back, out, seen, bound)
-        elif name in _parameters(self.scope):
+        elif name in parameters(self.scope):
             if callers_pass_graph(self.ctx, self.scope, name) or not (
-                _plain_parameter(self.scope, name)
+                plain_parameter(self.scope, name)
                 or (through_call and DATA_PARAMETER.match(name))
                 or TRANSITION_PARAMETER.match(name)
                 or callers_pass_data(self.ctx, self.scope, name)
@@ -360,57 +360,6 @@ def _container(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Subscript):
         node = node.value
     return node
-
-
-def _parameters(scope: Scope) -> set[str]:
-    node = scope.node
-    if isinstance(node, ast.Module):
-        return set()
-    args = node.args
-    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
-    return set(names)
-
-
-def _plain_parameter(scope: Scope, name: str) -> bool:
-    """Annotated ``int``/``float``/``bool``/``str`` or defaulting to such a constant."""
-    args = scope.node.args
-    positional = args.posonlyargs + args.args
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    for arg in positional + args.kwonlyargs:
-        if arg.arg == name and isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS:
-            return True
-    default = defaults.get(name)
-    return isinstance(default, ast.Constant) and isinstance(default.value, (int, float, str)) and default.value is not True
-
-
-def _plain_attribute(ctx: FileContext, scope: Scope, name: str) -> bool:
-    """``self.gamma`` only ever assigned (in the class's methods) a number, a number-valued
-    parameter or a configuration value (``args.gamma``)."""
-    attribute = name.split(".")[1]
-    values = []
-    for method in scopes(ctx):
-        if method.class_node is not scope.class_node or method.self_name is None:
-            continue
-        for node in scope_nodes(method):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-            for target in targets:
-                for element in walk(target):
-                    if isinstance(element, ast.Attribute) and element.attr == attribute and dotted(element.value) == method.self_name:
-                        values.append((method, node.value))
-    return bool(values) and all(_plain_value(method, value) for method, value in values)
-
-
-def _plain_value(method: Scope, value: Optional[ast.expr]) -> bool:
-    if isinstance(value, ast.UnaryOp):
-        value = value.operand
-    if isinstance(value, ast.Constant):
-        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
-    if isinstance(value, ast.Name):
-        return value.id in _parameters(method) and _plain_parameter(method, value.id)
-    name = dotted(value) if isinstance(value, ast.Attribute) else None
-    return bool(name) and name.split(".")[0] in _parameters(method) and name.split(".")[0] != method.self_name
 
 
 def _definitions(ctx: FileContext) -> set[str]:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from fixer.analysis.call_sites import call_sites
 from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.class_model import class_methods
+from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
-from fixer.analysis.retained_callers import call_sites
 from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, is_static, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -252,9 +254,6 @@ def _field_for_numbers(ctx: FileContext, scope: Scope, stmt: ast.stmt, target: a
                 and isinstance(n.value, ast.Name) and n.value.id == method.self_name]
 
     def compute() -> bool:
-        from fixer.analysis.class_model import class_methods
-        from fixer.analysis.importers import project_constructions
-
         sites, methods = project_constructions(ctx, cls), class_methods(ctx, cls).values()
         if not sites or any(reads(m) for m in methods if m.node is not scope.node) or any(_hands_itself(ctx, m) for m in methods):
             return False

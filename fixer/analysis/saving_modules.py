@@ -18,8 +18,8 @@ import re
 from typing import Optional
 
 from fixer.analysis.bindings import module_classes
+from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import attribute_writes, class_methods
-from fixer.analysis.instances import instance_class
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext

@@ -1,4 +1,4 @@
-"""Scopes (module body, functions, methods), loops, and where gradient recording is off."""
+"""Scopes (module body, functions, methods), the statements of the file, and loops."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Union
 
-from fixer.analysis.names import is_torch, qualified
 from fixer.context import FileContext
 from fixer.nodes import child_nodes
 
@@ -14,7 +13,6 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 
 
 @dataclass(frozen=True)
@@ -162,17 +160,6 @@ def _in_loop_header(node: ast.AST, loop: LoopNode, ctx: FileContext) -> bool:
     return False
 
 
-def is_no_grad_context(ctx: FileContext, expr: ast.expr) -> bool:
-    """``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``."""
-    if not isinstance(expr, ast.Call):
-        return False
-    if is_torch(ctx, expr.func, *NO_GRAD):
-        return not (expr.args and isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False)
-    if is_torch(ctx, expr.func, "torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
-        return bool(expr.args) and isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False
-    return False
-
-
 def is_self_attribute(ctx: FileContext, node: ast.expr) -> bool:
     """``node`` is ``self.x`` in a method whose first parameter is ``self``: an attribute of the
     object, not of a tensor (``self.data`` is a field, not ``tensor.data``)."""
@@ -189,24 +176,6 @@ def is_self_attribute(ctx: FileContext, node: ast.expr) -> bool:
     return bool(args) and args[0].arg == node.value.id
 
 
-def under_no_grad(ctx: FileContext, node: ast.AST) -> bool:
-    """True if ``node`` runs with gradient recording off: inside ``with torch.no_grad():`` (or
-    inference_mode / set_grad_enabled(False)) or in a function decorated with one of them."""
-    for parent in ctx.ancestors(node):
-        if isinstance(parent, (ast.With, ast.AsyncWith)):
-            if any(is_no_grad_context(ctx, item.context_expr) for item in parent.items):
-                return True
-        elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for decorator in parent.decorator_list:
-                target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if qualified(ctx, target) in NO_GRAD:
-                    return True
-            return False
-        elif isinstance(parent, (ast.ClassDef, ast.Lambda)):
-            return False
-    return False
-
-
 def enclosing_block(ctx: FileContext, stmt: ast.AST) -> Optional[list[ast.stmt]]:
     """The statement list (body, else or finally) that holds ``stmt``; None: none holds it."""
     parent = ctx.parent(stmt)
@@ -215,3 +184,12 @@ def enclosing_block(ctx: FileContext, stmt: ast.AST) -> Optional[list[ast.stmt]]
         if any(s is stmt for s in items):
             return items
     return None
+
+
+def scope_of(ctx: FileContext, node: ast.AST) -> Scope:
+    """The innermost function (or the module) that contains ``node``."""
+    by_node = {id(s.node): s for s in scopes(ctx)}
+    for parent in ctx.ancestors(node):
+        if id(parent) in by_node:
+            return by_node[id(parent)]
+    return by_node[id(ctx.tree)]

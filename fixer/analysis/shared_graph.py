@@ -25,8 +25,9 @@ from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_fun
 from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import LOOPS, Scope, under_no_grad
+from fixer.analysis.scopes import LOOPS, Scope, enclosing_block
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -118,7 +119,7 @@ class _Tracer:
         when its forward is known (one whole output, or outputs derived from one saving origin;
         else each element ``out[i]`` of ``a, b = model(x)`` is its own); a helper likewise."""
         if isinstance(value, ast.Call) and self.facts.is_module(value.func):
-            share = outputs_share(self.ctx, value.func, self.depth, self.scope)
+            share = outputs_share(self.ctx, value.func, _Tracer, self.depth, self.scope)
             if share is None:
                 return None  # a forward we cannot read: unknown, not shared
             if not share:
@@ -260,14 +261,14 @@ def runs_after_in_same_pass(ctx: FileContext, scope: Scope, first: ast.stmt, sec
                 if not allow_first_loop:
                     return False
                 in_first_loop = True  # its continue/break end an iteration of that loop only
-            if _jumps_after(parent, node, None, in_first_loop):
+            if _jumps_after(ctx, node, None, in_first_loop):
                 return False  # ``if warmup: ...; continue``: the pass ends before ``second``
             continue
         # ``parent`` is the common ancestor; ``node`` and second's child of it must share a list
         child = second_path[second_ids[id(parent)] - 1] if parent is not scope.node else second_path[-1]
         if any(isinstance(n, LOOPS) for n in second_path[: second_path.index(child) + 1]):
             return False
-        return _same_field(parent, node, child) and not _jumps_after(parent, node, child, in_first_loop)
+        return _same_field(parent, node, child) and not _jumps_after(ctx, node, child, in_first_loop)
     return False
 
 
@@ -293,19 +294,16 @@ def same_pass_later(ctx: FileContext, scope: Scope, stmts: list[ast.AST], allow_
     return later
 
 
-def _jumps_after(parent: Optional[ast.AST], node: ast.AST, until: Optional[ast.AST], in_first_loop: bool) -> bool:
+def _jumps_after(ctx: FileContext, node: ast.AST, until: Optional[ast.AST], in_first_loop: bool) -> bool:
     """A ``return``/``raise`` (or, outside a loop that ends before the second statement, a
     ``continue``/``break``) follows ``node`` in its block, before ``until`` when given."""
     jumps = (ast.Return, ast.Raise) if in_first_loop else (ast.Return, ast.Raise, ast.Continue, ast.Break)
-    for name in ("body", "orelse", "finalbody"):
-        items = getattr(parent, name, None)
-        if not isinstance(items, list):
-            continue
-        ids = [id(x) for x in items]
-        if id(node) in ids:
-            later = items[ids.index(id(node)) + 1 : ids.index(id(until)) if until is not None and id(until) in ids else None]
-            return any(isinstance(stmt, jumps) for stmt in later)
-    return False
+    items = enclosing_block(ctx, node)
+    if items is None:
+        return False
+    ids = [id(x) for x in items]
+    later = items[ids.index(id(node)) + 1 : ids.index(id(until)) if until is not None and id(until) in ids else None]
+    return any(isinstance(stmt, jumps) for stmt in later)
 
 
 def _same_field(parent: ast.AST, a: ast.AST, b: ast.AST) -> bool:

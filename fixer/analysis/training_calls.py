@@ -23,7 +23,9 @@ from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
-from fixer.analysis.project import STEP_CALL, called_function, imported_definition_matches, imported_step_names
+from fixer.analysis.callees import called_function
+from fixer.analysis.imported_definitions import imported_definition_matches, imported_step_names
+from fixer.analysis.project_text import STEP_CALL
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
 from fixer.context import FileContext
 

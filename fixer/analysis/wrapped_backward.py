@@ -21,11 +21,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall, backward_call
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
-from fixer.analysis.project import called_function
 from fixer.analysis.scopes import Scope, enclosing_block
 from fixer.analysis.statement_moves import is_docstring
 from fixer.context import FileContext

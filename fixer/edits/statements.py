@@ -1,11 +1,13 @@
 """Adding a statement on a line of its own, in the indentation of the statement it goes before
-or after; a statement moved one level in under a ``with`` (``torch.no_grad()``)."""
+or after (or of a function's first statement); a statement moved one level in under a ``with``
+(``torch.no_grad()``), or moved before or after another (``zero_grad()``)."""
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
 
+from fixer.analysis.statement_moves import attached_start, is_docstring
 from fixer.context import FileContext
 from fixer.rule import Edit
 
@@ -46,3 +48,14 @@ def move_edits(ctx: FileContext, stmt: ast.stmt, anchor: ast.stmt, after: bool =
     removed = Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.lineno), "")
     text = ctx.text(stmt)
     return [removed, insert_after(ctx, anchor, text) if after else insert_before(ctx, anchor, text)]
+
+
+def insert_at_top(ctx: FileContext, function: ast.AST, line: str) -> list[Edit]:
+    """Insert ``line`` before the function's first statement (after its docstring), unless the
+    body sits on the ``def`` line."""
+    body = function.body
+    first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
+    if first.lineno <= function.lineno:
+        return []
+    at = attached_start(ctx, first)
+    return [Edit(at, at, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]

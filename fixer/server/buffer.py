@@ -10,7 +10,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.project import forget_project_files
+from fixer.analysis.project_files import forget_project_files
 from fixer.apply import apply_edits
 from fixer.engine import Options, process_source
 from fixer.rule import Diagnostic, Edit

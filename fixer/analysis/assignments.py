@@ -1,0 +1,104 @@
+"""The assignments of each name in one scope, and those of them that may reach a point: the
+binding half of the graph facts (graph.GraphFacts), which held_values and the call sites ask
+without asking what the values carry."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.names import dotted
+from fixer.analysis.placed import Placed, start
+from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.context import FileContext
+
+CONDITIONAL = tuple(
+    t for t in (ast.If, ast.Try, getattr(ast, "TryStar", None), ast.For, ast.AsyncFor, ast.While, getattr(ast, "Match", None)) if t
+)
+
+
+class Assignments:
+    """``assignments[name]``: (statement, value) for every binding of ``name`` in the scope, in
+    source order; a target unpacked from a call gets ``call[i]`` as its value."""
+
+    def __init__(self, ctx: FileContext, scope: Scope):
+        self.ctx = ctx
+        self.scope = scope
+        self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
+        self._placed: dict[Optional[str], Placed] = {}  # by name; None: all names
+        self._all_placed: Optional[list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]] = None
+        for node in scope_nodes(self.scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                self._bind(node.target, node, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                self._bind(node.target, node, None)  # batches from a loader: no graph
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._bind(node.optional_vars, self.ctx.parent(node) or node, None)  # the With has the position
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(node.target, node, node.value)
+
+    def _bind(self, target: ast.AST, stmt: ast.AST, value: Optional[ast.expr]) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+            for index, element in enumerate(target.elts):
+                if values:
+                    part = values[index]
+                elif isinstance(value, ast.Call) and not isinstance(element, ast.Starred):
+                    part = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load()), value)
+                    part.end_lineno, part.end_col_offset = value.end_lineno, value.end_col_offset
+                else:
+                    part = value
+                self._bind(element, stmt, part)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, stmt, value)
+        else:
+            name = dotted(target)
+            if name:
+                self.assignments.setdefault(name, []).append((stmt, value))
+
+    def reaching(self, name: str, at: ast.AST) -> list[tuple[ast.AST, Optional[ast.expr]]]:
+        """Assignments of ``name`` that may reach ``at``: the latest one before it in source order
+        (and earlier ones when that one is conditional); all of them if none precedes ``at``
+        (a value carried around a loop)."""
+        defs = self.assignments.get(name, [])
+        position = start(at)
+        around = {id(at), *map(id, self.ctx.ancestors(at))}  # a statement holding ``at`` (a loop header) is not before it
+        chosen: list[tuple[ast.AST, Optional[ast.expr]]] = []
+        for index in range(self.placed(name).last_before(position), -1, -1):  # those before ``at``, latest first
+            stmt = defs[index][0]
+            if start(stmt) >= position or id(stmt) in around:
+                continue
+            if chosen and not self._is_conditional(chosen[-1][0], at):
+                break
+            chosen.append(defs[index])
+        return chosen or defs
+
+    def placed(self, name: str) -> Placed:
+        """The assignments of ``name`` indexed by position."""
+        if name not in self._placed:
+            self._placed[name] = Placed([stmt for stmt, _ in self.assignments.get(name, [])])
+        return self._placed[name]
+
+    def assigned_within(self, node: ast.AST) -> list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]:
+        """(name, assignment) for each assignment starting within ``node``'s span, in the order of
+        ``assignments`` (name by name)."""
+        if self._all_placed is None:
+            self._all_placed = [(name, d) for name, defs in self.assignments.items() for d in defs]
+            self._placed[None] = Placed([stmt for _, (stmt, _) in self._all_placed])
+        return [self._all_placed[i] for i in self._placed[None].starting_within(node)]
+
+    def _is_conditional(self, stmt: ast.AST, at: ast.AST) -> bool:
+        at_parents = set(map(id, self.ctx.ancestors(at)))
+        for parent in self.ctx.ancestors(stmt):
+            if parent is self.scope.node:
+                return False
+            if isinstance(parent, CONDITIONAL) and id(parent) not in at_parents:
+                return True
+        return False
+
+
+def scope_assignments(ctx: FileContext, scope: Scope) -> Assignments:
+    return ctx.memo(("scope_assignments", id(scope.node)), lambda: Assignments(ctx, scope))

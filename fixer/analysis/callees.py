@@ -1,0 +1,148 @@
+"""The function a call runs, when the project shows it: ``helper(...)`` and ``self.method(...)``
+in this file, ``obj.method(...)`` when every binding of ``obj`` constructs one class of this file
+(``instance_class``) or of another project file (``imported_instance_of``), and a function
+imported from another project file (imported_definitions). None when unknown."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Optional
+
+from fixer.analysis.imported_definitions import imported_class, imported_function
+from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.context import FileContext
+
+
+def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bool = True) -> Optional[Scope]:
+    """The function a call runs, when it is in this file (``helper(...)``, ``self.method(...)``)
+    or (with ``imported``) imported from another project file; None if unknown."""
+    name = dotted(func)
+    if name is None:
+        return None
+    head, _, attr = name.partition(".")
+    instance_of = None
+    for candidate in _functions_named(ctx).get(attr or head, ()):
+        node = candidate.node
+        if not attr and node.name == head and candidate.class_node is None and ctx.parent(node) is ctx.tree:
+            return candidate
+        if attr and "." not in attr and head == scope.self_name and node.name == attr and candidate.class_node is scope.class_node:
+            return candidate
+        if attr and "." not in attr and head != scope.self_name and candidate.class_node is not None:
+            instance_of = instance_of or [_instance_of(ctx, scope, head)]
+            if candidate.class_node is instance_of[0]:
+                return candidate
+    if not imported:
+        return None
+    if attr and "." not in attr and head != scope.self_name:
+        return _imported_method(ctx, scope, head, attr)
+    return imported_function(ctx, func)
+
+
+def _imported_method(ctx: FileContext, scope: Scope, name: str, method: str) -> Optional[Scope]:
+    """``name.method`` when ``name`` holds an instance of a class of another project file."""
+    known = imported_instance_of(ctx, scope, name)
+    if known is None:
+        return None
+    other, cls = known
+    found = [s for s in scopes(other) if s.class_node is cls and s.self_name and s.node.name == method and other.parent(s.node) is cls]
+    return found[0] if len(found) == 1 else None
+
+
+def _instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
+    """The class of this file that ``name`` holds an instance of: every binding of it in the scope
+    (or, when the scope binds it nowhere, in the module) is ``Cls(...)`` of one module-level class."""
+    def compute() -> Optional[ast.ClassDef]:
+        classes = {id(c): c for c in (instance_class(ctx, v) for v in _bound_values(ctx, scope, name) or [None])}
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    return ctx.memo(("instance_of", id(scope.node), name), compute)
+
+
+def instance_class(ctx: FileContext, value: Optional[ast.expr]) -> Optional[ast.ClassDef]:
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return None
+    found = [c for c in statement_index(ctx).classes if c.name == value.func.id and ctx.parent(c) is ctx.tree]
+    return found[0] if len(found) == 1 else None
+
+
+def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """The class of another project file that ``name`` holds an instance of: every binding of it
+    (as ``_instance_of`` finds them) is ``Cls(...)`` of one imported class."""
+    if name not in names_constructing_imported(ctx):
+        return None  # cheap: no assignment of the file gives the name an imported class's instance
+
+    def compute() -> Optional[tuple[FileContext, ast.ClassDef]]:
+        values = _bound_values(ctx, scope, name)
+        if not values or not all(isinstance(v, ast.Call) for v in values):
+            return None
+        found = [imported_class(ctx, qualified(ctx, v.func) or "") for v in values]
+        if any(k is None for k in found) or len({(os.path.abspath(k[0].path), k[1].name) for k in found}) != 1:
+            return None
+        return found[0]
+
+    return ctx.memo(("imported_instance_of", id(scope.node), name), compute)
+
+
+def names_constructing_imported(ctx: FileContext) -> frozenset[str]:
+    """Names some assignment of the file binds to ``Cls(...)`` of an imported CapWords name: those
+    that may hold an instance of a class of another project file (one pass over the file's
+    assignments, reading no other file)."""
+    return _imported_constructions(ctx)[0]
+
+
+def constructed_imports(ctx: FileContext) -> frozenset[str]:
+    """The imported names (the first part of ``Cls`` or ``mod.Cls``) some assignment of the file
+    calls as ``Cls(...)`` with a CapWords name, whatever it assigns to."""
+    return _imported_constructions(ctx)[1]
+
+
+def _imported_constructions(ctx: FileContext) -> tuple[frozenset[str], frozenset[str]]:
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
+        imported = {(a.asname or a.name).partition(".")[0] for i in statement_index(ctx).imports for a in i.names}
+        names: set[str] = set()
+        roots: set[str] = set()
+        for a in statement_index(ctx).assigns if imported else ():
+            root = (dotted(a.value.func) or "").partition(".")[0] if isinstance(a.value, ast.Call) else ""
+            if root in imported and (last_name(a.value.func) or "")[:1].isupper():  # cheap: CapWords, as classes are named
+                roots.add(root)
+                names |= {t.id for t in a.targets if isinstance(t, ast.Name)}
+        return frozenset(names), frozenset(roots)
+
+    return ctx.memo("imported_constructions", compute)
+
+
+def _bound_values(ctx: FileContext, scope: Scope, name: str) -> Optional[list[Optional[ast.expr]]]:
+    """The values ``name`` is bound to in the scope, or (when the scope binds it nowhere) in the
+    module; None for a parameter or a ``global``/``nonlocal`` name; a binding that is not a plain
+    assignment gives None in the list."""
+
+    def bound_values(where: Scope) -> Optional[list[Optional[ast.expr]]]:
+        values: list[Optional[ast.expr]] = []
+        for node in scope_nodes(where):
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return None
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                parent = ctx.parent(node)
+                values.append(parent.value if isinstance(parent, ast.Assign) and node in parent.targets else None)
+        return values
+
+    args = getattr(scope.node, "args", None)
+    if args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}:
+        return None
+    values = bound_values(scope)
+    if values == [] and not isinstance(scope.node, ast.Module):
+        values = bound_values(scopes(ctx)[0])
+    return values
+
+
+def _functions_named(ctx: FileContext) -> dict[str, list[Scope]]:
+    def compute() -> dict[str, list[Scope]]:
+        found: dict[str, list[Scope]] = {}
+        for scope in scopes(ctx):
+            if not isinstance(scope.node, ast.Module):
+                found.setdefault(scope.node.name, []).append(scope)
+        return found
+
+    return ctx.memo("functions_named", compute)

@@ -1,0 +1,145 @@
+"""The definitions this file imports from other files of its project: the function
+``imported_function`` finds for ``compute_loss(...)`` after ``from losses import compute_loss``,
+the class ``imported_class`` finds for ``models.Net``, and the cheap tests from their text alone
+(``imported_definition_matches``, ``imported_step_names``). A package's ``__init__.py`` that
+imports the name from a module of its own is followed. Only the module an import names is read."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from fixer.analysis.names import dotted
+from fixer.analysis.project_files import load_file, module_file
+from fixer.analysis.project_text import STEP_CALL, definition_matches, file_matches, may_define
+from fixer.analysis.scopes import Scope, scopes, statement_index
+from fixer.context import FileContext
+
+MAX_REEXPORTS = 3  # ``from .models import Net`` in a package's __init__.py, followed this deep
+
+
+def imported_function(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
+    """The module-level function of another project file that ``func`` names, if any."""
+    binding = _imported_binding(ctx, func)
+    return _function_in(ctx.path, *binding) if binding else None
+
+
+def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]", classes: bool = False) -> bool:
+    """The text of the definition an imported ``func`` names (in a project file; with ``classes``,
+    also a class) matches ``pattern``: a cheap test, with no parse, before reading it."""
+    binding = _imported_binding(ctx, func)
+    if binding is None:
+        return False
+    module, level, name = binding
+    path = module_file(ctx.path, module, level)
+    return bool(path) and definition_matches(path, name, pattern, classes)
+
+
+def _imported_binding(ctx: FileContext, func: ast.expr) -> Optional[tuple[Optional[str], int, str]]:
+    """(module, level, name) of the definition ``func`` names through an import of this file:
+    ``f`` after ``from m import f`` (or ``as f``), ``m.f`` after ``import m``; None otherwise."""
+    name = dotted(func)
+    if name is None or ctx.path in ("-", "<stdin>"):
+        return None
+    head, _, rest = name.partition(".")
+    for node in statement_index(ctx).imports:
+        if isinstance(node, ast.ImportFrom) and not rest:
+            for alias in node.names:
+                if (alias.asname or alias.name) == head:
+                    return node.module, node.level, alias.name
+        elif isinstance(node, ast.Import) and rest and "." not in rest:
+            for alias in node.names:
+                if (alias.asname or alias.name) == head:
+                    return alias.name, 0, rest
+    return None
+
+
+def imported_step_names(ctx: FileContext) -> set[str]:
+    """Local names of imports whose definition (a function of a project file) or module
+    (``import steps``) holds a backward pass (``STEP_CALL``), judged from text alone."""
+    def compute() -> set[str]:
+        found: set[str] = set()
+        if ctx.path in ("-", "<stdin>"):
+            return found
+        for node in statement_index(ctx).imports:
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                if (module or alias.name).split(".")[0] == "torch" and not getattr(node, "level", 0):
+                    continue  # the torch API, never a project's step function (as in graph.py)
+                if isinstance(node, ast.ImportFrom):
+                    path = module_file(ctx.path, node.module, node.level)
+                    if path and file_matches(path, STEP_CALL) and definition_matches(path, alias.name, STEP_CALL):
+                        found.add(local)
+                else:
+                    path = module_file(ctx.path, alias.name, 0)
+                    if path and file_matches(path, STEP_CALL):
+                        found.add(local)
+        return found
+
+    return ctx.memo("imported_step_names", compute)
+
+
+def _function_in(importer: str, module: Optional[str], level: int, function: str) -> Optional[Scope]:
+    found = _definition_in(importer, module, level, function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if found is None:
+        return None
+    other, node = found
+    return next((s for s in scopes(other) if s.node is node), None)
+
+
+def imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """The class of another project file that ``name`` refers to here, as ``names.qualified``
+    spells it (``models.Net`` for ``from models import Net`` and for ``import models``; ``Net``
+    for ``from .models import Net``); None if it is not one. Only the module that binding names
+    is read: never the rest of what the file imports."""
+    if ctx.path in ("-", "<stdin>") or not name:
+        return None
+    return ctx.memo(("imported_class", name), lambda: _imported_class(ctx, name))
+
+
+def _imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    head, _, attr = name.rpartition(".")
+    for node in statement_index(ctx).imports:
+        for alias in node.names:
+            local = alias.asname or alias.name
+            if isinstance(node, ast.ImportFrom):
+                if (f"{node.module}.{alias.name}" if node.module and not node.level else local) == name:
+                    return _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
+                if node.level and head == local:  # ``from . import models`` ... ``models.Net``
+                    return _class_in(module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level), attr)
+            elif head == alias.name:
+                return _class_in(module_file(ctx.path, alias.name, 0), attr)
+    return None
+
+
+def _class_in(path: Optional[str], name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    other = load_file(path) if path and name and may_define(path, name, ast.ClassDef) else None
+    if other is not None:
+        for cls in other.tree.body:
+            if isinstance(cls, ast.ClassDef) and cls.name == name:
+                return other, cls
+    return None
+
+
+def _definition_in(importer: str, module: Optional[str], level: int, name: str, kind, depth: int = 0):
+    """(context, node) of the top-level ``kind`` definition ``name`` in the module ``importer``
+    imports, following re-exports of a package's own modules; None if unknown."""
+    path = module_file(importer, module, level)
+    if path is None or not may_define(path, name, kind):
+        return None  # decided from the text: the module is parsed only when it may hold the name
+    other = load_file(path)
+    if other is None:
+        return None
+    for node in other.tree.body:
+        if isinstance(node, kind) and node.name == name:
+            return other, node
+    if depth >= MAX_REEXPORTS:
+        return None
+    for node in other.tree.body:  # re-exported: ``from .models import Net`` in __init__.py
+        if isinstance(node, ast.ImportFrom) and node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return _definition_in(path, node.module, node.level, alias.name, kind, depth + 1)
+    return None

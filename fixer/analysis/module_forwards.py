@@ -1,0 +1,62 @@
+"""The ``forward`` a module call runs: ``model(x)`` after ``model = Tagger()`` (a module class of
+this file, or one imported from another project file), ``self.rnn(x)`` when the object keeps for
+life the ``rnn`` its one construction was given (class_model). None when the file does not say."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.bindings import module_classes
+from fixer.analysis.class_model import held_for_life
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.scopes import Scope, scopes, statement_index
+from fixer.context import FileContext
+
+MOVES = ("to", "cuda", "cpu", "train", "double", "float")  # ``Net().to(device)`` is still the ``Net()``
+
+
+def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
+    """The ``forward`` method run by calling ``func`` when it holds an instance of a module class
+    defined in this file or imported from another project file (``model = Tagger()`` ... ``model(x)``)."""
+    name = dotted(func)
+    if name is None:
+        return None
+    given = given_for_life(ctx, name.split(".", 1)[1] if name.startswith("self.") else None)
+    if given is not None:
+        return forward_scope(ctx, given)
+    classes = module_classes(ctx)
+    for value in bound_calls(ctx).get(name, ()):
+        cls = dotted(value.func)
+        local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None) if cls in classes else None
+        if local is not None:
+            return local
+        found = imported_class(ctx, qualified(ctx, value.func) or "")
+        if found is not None and found[1].bases:  # a subclass (of nn.Module, if called as one)
+            return next((s for s in scopes(found[0]) if s.class_node is found[1] and s.node.name == "forward"), None)
+        if cls in classes:
+            return None
+    return None
+
+
+def given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]:
+    """``self.rnn`` -> ``rnn`` given to the one construction ``Trainer(rnn, ...)`` (class_model)."""
+    name = held_for_life(ctx).get(f"self.{attr}") if attr else None
+    return ast.Name(id=name, ctx=ast.Load()) if name and "." not in name else None
+
+
+def bound_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
+    """Per dotted name, the calls the file's assignments bind it to, in order (one scan)."""
+    def compute() -> dict[str, list[ast.Call]]:
+        found: dict[str, list[ast.Call]] = {}
+        for node in statement_index(ctx).assigns:
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
+                value = value.func.value
+            if isinstance(value, ast.Call):
+                for name in {dotted(t) for t in node.targets} - {None}:
+                    found.setdefault(name, []).append(value)
+        return found
+
+    return ctx.memo("constructions", compute)

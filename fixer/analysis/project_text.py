@@ -1,0 +1,169 @@
+"""What a project file's text says, read as bytes and never parsed: whether it defines a name at
+top level, whether a definition's text matches a pattern (a backward pass: ``STEP_CALL``), and the
+engine's byte pre-filter of a file whose training step lives in another file it imports
+(``imports_matching``). Each answer is kept per process and file (``depends.remembered``)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Iterator, Optional
+
+from fixer import depends
+from fixer.analysis.project_files import MAX_BYTES, bound_of, module_file, module_in_folder, read_file, run_root, within
+
+# a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
+# is never one): the text a step function's definition must hold
+STEP_ALTERNATIVES = (rb"\.backward\s*\(", rb"autograd\.backward\b", rb"manual_backward")
+STEP_CALL = re.compile(b"|".join(STEP_ALTERNATIVES))
+STEP_PARTS = tuple(re.compile(part) for part in STEP_ALTERNATIVES)  # each found at memchr speed
+
+# Top-level definitions, each found from its literal start (``\nclass``) at memchr speed.
+TOP_CLASS = re.compile(rb"\nclass[ \t]+(\w+)")
+TOP_FUNCTIONS = (re.compile(rb"\ndef[ \t]+(\w+)"), re.compile(rb"\nasync[ \t]+def[ \t]+(\w+)"))
+
+
+def may_define(path: str, name: str, kind) -> bool:
+    """The module's text defines ``name`` at top level as a ``kind`` (``ast.ClassDef``, or the
+    function definitions) or imports it: decided from one scan of its bytes, kept as sets of names
+    (not the text) per module. A function is never parsed for as a class, nor the reverse."""
+    classes, functions, imported = _top_names(path)
+    return name in imported or name in (classes if kind is ast.ClassDef else functions)
+
+
+@depends.remembered
+def _top_names(path: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    data = b"\n" + read_file(path, MAX_BYTES + 1)
+    classes, functions, imported = set(), set(), set()
+    if len(data) <= MAX_BYTES + 1:
+        classes = {m.group(1).decode("ascii", "replace") for m in TOP_CLASS.finditer(data)}
+        functions = {m.group(1).decode("ascii", "replace") for p in TOP_FUNCTIONS for m in p.finditer(data)}
+        for match in import_lines(data):
+            _, _, grouped, listed, _, _ = match.groups()
+            imported.update(w.decode("ascii", "replace") for w in re.findall(rb"\w+", grouped or listed or b""))
+    return frozenset(classes), frozenset(functions), frozenset(imported)
+
+
+LONE_CR = re.compile(rb"\r(?!\n)")  # a line end, as \n (the same length: offsets kept)
+IMPORT_LINE = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n#]*))|import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?)",
+    re.MULTILINE,
+)
+
+
+def import_lines(data: bytes) -> Iterator["re.Match[bytes]"]:
+    """``IMPORT_LINE.finditer(data)`` (a lone ``\r`` ends a line, as for Python), found from each
+    ``import`` by ``bytes.find``: a regex tried at every line start would cost most of the pre-filter."""
+    data = LONE_CR.sub(b"\n", data) if b"\r" in data else data
+    start = end = 0
+    while (at := data.find(b"import", start)) >= 0:
+        start = at + len(b"import")
+        line = data.rfind(b"\n", 0, at) + 1
+        if line < end:
+            continue  # inside the previous match (a parenthesised name list)
+        match = IMPORT_LINE.match(data, line)
+        if match and match.end() > at:
+            end = match.end()
+            yield match
+
+
+def imports_matching(path: str, data: bytes, pattern: "re.Pattern[bytes]") -> bool:
+    """True if the file (its bytes ``data``) calls a function or class it imports from a module of
+    its own project whose definition's text matches ``pattern`` (``from steps import train_step``
+    ... ``train_step(...)``, where ``def train_step`` backpropagates): the byte pre-filter of a file
+    whose training step lives in another file. Only modules found beside the file or in its
+    package count (never an installed package)."""
+    if path in ("-", "<stdin>") or b"import" not in data:
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    for match in import_lines(data):
+        raw_dots, raw_module, _, _, raw_plain, _ = match.groups()
+        package = not raw_plain and raw_dots and not raw_module  # ``from . import steps``: the package's modules
+        if not raw_dots and (raw_plain or raw_module or b"").partition(b".")[0] == b"torch":
+            continue  # the torch API (as _imports_step_module answers), without the memo's cost
+        if not package and not _imports_step_module(folder, raw_dots or b"", raw_plain or raw_module or b"", pattern, run_root()):
+            continue  # cheap, cached per folder and module: most imported modules never backpropagate
+        dots, module, grouped, listed, plain, alias = (g.decode("ascii", "replace") if g else "" for g in match.groups())
+        target = module_file(path, plain or module or None, 0 if plain else len(dots))
+        if plain:  # ``import steps [as s]`` ... ``s.train_step(...)``
+            local = re.escape(alias or plain).encode()
+            called = {m.decode() for m in re.findall(rb"\b" + local + rb"\.(\w+)\s*\(", data)}
+            if any(definition_matches(target, name, pattern) for name in called):
+                return True
+            continue
+        for item in (grouped or listed).split(","):
+            parts = item.split()
+            if not parts or not parts[0].isidentifier():
+                continue
+            name, local = parts[0], re.escape(parts[-1]).encode()
+            if target and not package and definition_matches(target, name, pattern, classes=True):
+                if re.search(rb"\b" + local + (rb"\s*\(" if _definition_kind(target, name, pattern) == b"class" else rb"\s*[(.]"), data):
+                    return True  # imported and called (a class: constructed) here
+            if package:  # ``steps.train_step(...)`` with ``from . import steps``
+                sub = module_file(path, name, len(dots))
+                if sub and file_matches(sub, pattern):
+                    called = {m.decode() for m in re.findall(rb"\b" + local + rb"\.(\w+)\s*\(", data)}
+                    if any(definition_matches(sub, c, pattern) for c in called):
+                        return True
+    return False
+
+
+@depends.remembered
+def _imports_step_module(folder: str, dots: bytes, module: bytes, pattern: "re.Pattern[bytes]", root: Optional[str]) -> bool:
+    """The module an import line of a file in ``folder`` names is a project file whose text
+    matches ``pattern`` (never torch's own modules: the torch API, as in graph.py). ``root`` (the
+    run's project, read by ``bound_of``) is part of the cache key only."""
+    name = module.decode("ascii", "replace")
+    if not dots and name.split(".")[0] == "torch":
+        return False
+    target = module_in_folder(folder, name or None, len(dots))
+    return bool(target) and within(target, bound_of(folder)) and file_matches(target, pattern)
+
+
+DEFINITION = re.compile(rb"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
+TOP_LEVEL = re.compile(rb"^[^\s#]", re.MULTILINE)
+
+
+def definition_matches(path: str, name: str, pattern: "re.Pattern[bytes]", classes: bool = False) -> bool:
+    """The text of the top-level function ``def name`` of the module (with ``classes``, or class
+    ``class name``: its methods run through the instances a file constructs) matches ``pattern``
+    (one scan per module: each definition's answer is kept, not the text)."""
+    kind, matches = _definitions(path, pattern).get(name, (b"", False))
+    return matches and (kind == b"def" or classes)
+
+
+def _definition_kind(path: str, name: str, pattern: "re.Pattern[bytes]") -> bytes:
+    """``b"def"`` or ``b"class"``: how the module defines ``name`` at top level (empty: not found;
+    read from the scan made for ``pattern``)."""
+    return _definitions(path, pattern).get(name, (b"", False))[0]
+
+
+@depends.remembered
+def _definitions(path: str, pattern: "re.Pattern[bytes]") -> dict[str, tuple[bytes, bool]]:
+    data, found = read_file(path), {}
+    for match in DEFINITION.finditer(data):
+        line_end = data.find(b"\n", match.end())
+        end = TOP_LEVEL.search(data, len(data) if line_end < 0 else line_end + 1)
+        body = data[match.start() : end.start() if end else len(data)]
+        found[match.group(2).decode("ascii", "replace")] = (match.group(1), _matches_in_code(body, pattern))
+    return found
+
+
+def _matches_in_code(body: bytes, pattern: "re.Pattern[bytes]") -> bool:
+    """``pattern`` matches ``body`` outside comment lines and triple-quoted strings (docstrings,
+    where libraries mention ``loss.backward()`` in prose): judged from text, no parse."""
+    for match in pattern.finditer(body):
+        line = body.rfind(b"\n", 0, match.start()) + 1
+        before = body[: match.start()]
+        if not body[line : match.start()].lstrip(b" \t").startswith(b"#") and before.count(b'"""') % 2 == 0 and before.count(b"'''") % 2 == 0:
+            return True
+    return False
+
+
+@depends.remembered
+def file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
+    data = read_file(path)
+    if pattern is STEP_CALL:
+        return b"backward" in data and any(part.search(data) for part in STEP_PARTS)
+    return pattern.search(data) is not None
