@@ -250,3 +250,16 @@ def test_builders_reset_the_gradients_a_step_keeps_using(tmp_path: Path) -> None
     text = "for x in xs:\n    f(x).backward()\n    self.opt.step()\n"
     found = _titles(tmp_path, text, Finding("GF203", "", "", 3, 0, "", (Piece("stepped", "", 3, 2, ""),)))
     assert found == [("reset the gradients after the step at line 3", "<same>    self.opt.zero_grad()\n")]
+
+
+def test_a_detach_where_a_buffer_is_stored_needs_no_probe(tmp_path: Path) -> None:
+    """A registered buffer is module state no optimizer trains (blind3 001: an amax history)."""
+    text = (
+        "class Layer(nn.Module):\n    def __init__(self):\n        self.register_buffer('hist', torch.zeros(4))\n\n"
+        "    def update(self):\n        self.hist = torch.roll(self.hist, 1) + self.weight.abs().max()\n"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(text, encoding="utf-8")
+    finding = Finding("GF104", "", str(path), 6, 0, "e", (Piece("stored in model.hist", str(path), 6, None, ""),))
+    detach = next(c for c in candidates(finding) if c.title == "store detached at line 6")
+    assert detach.probe is None

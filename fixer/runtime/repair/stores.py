@@ -132,6 +132,20 @@ def _value_of(stmt: ast.stmt, target: ast.expr) -> Optional[ast.expr]:
     return value
 
 
+def buffer_of_its_class(ctx: FileContext, stmt: ast.stmt, target: Optional[ast.expr]) -> bool:
+    """``self.NAME = ...`` in a class that registers NAME as a buffer (``register_buffer("NAME",
+    ...)``): module state that no optimizer trains, which PyTorch's own layers update without
+    autograd; detaching what is stored there needs no probe."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return False
+    klass = next((p for p in ctx.ancestors(stmt) if isinstance(p, ast.ClassDef)), None)
+    return klass is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_buffer"
+        and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == target.attr
+        for n in walk(klass)
+    )
+
+
 def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, method: str) -> Optional[Candidate]:
     """``value.detach()`` (or ``.item()``) where ``stmt`` stores it into the holder."""
     name, subscript = _parts(held_name(piece))
@@ -139,7 +153,8 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
     value = _appended(stmt, name) if target is None else _value_of(stmt, target)
     what = "a number" if method == "item" else "detached"
     if value is not None:
-        return candidate(f"store {what} at line {stmt.lineno}", ctx, [method_edit(ctx, value, method)], finding, [mark_edit(ctx, value)])
+        probe = None if buffer_of_its_class(ctx, stmt, target) else [mark_edit(ctx, value)]
+        return candidate(f"store {what} at line {stmt.lineno}", ctx, [method_edit(ctx, value, method)], finding, probe)
     if target is None or method != "detach" or isinstance(target, ast.Subscript):
         return None
     text = ctx.text(target)
