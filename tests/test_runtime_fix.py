@@ -40,7 +40,6 @@ KNOWN_GAPS: dict[str, str] = {
         "pinn_method_net_f", "pinn_ode_physics_loss",
     )},
     "loss_accumulated_with_graph/trainer_metric_lists": _NOT_SEEN,
-    "loss_accumulated_with_graph/eval_called_while_recording": _NOT_SEEN,
     "fake_not_detached_for_discriminator/retain_graph_band_aid": _NOT_SEEN.replace("WATCHED_GAPS", "SILENT_GAPS"),
 }
 CASES = [c for c in discover() if c.rule_module in RULES + WATCHED and c.before]
@@ -138,25 +137,43 @@ def test_a_fix_the_re_run_does_not_prove_is_rolled_back(tmp_path: Path) -> None:
     assert "ValueError: bad batch" in result.stderr  # the re-run's own output says why
 
 
-def test_a_value_built_before_the_loop_is_recomputed_where_it_is_used(tmp_path: Path) -> None:
-    path = write(tmp_path, """\
-        import torch
+# features an encoder gives the inputs once, before the loop: {trained} the parameters the
+# optimizer steps, {inputs} what the encoder reads
+FEATURES_ONCE = """\
+    import torch
 
-        enc = torch.nn.Linear(4, 4)
-        head = torch.nn.Linear(4, 1)
-        opt = torch.optim.SGD(head.parameters(), lr=0.1)
-        ops = {"encode": lambda x: torch.relu(enc(x))}
-        feats = ops["encode"](torch.randn(8, 4))
-        for i in range(3):
-            loss = head(feats).pow(2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    """)
+    torch.manual_seed(0)
+    enc = torch.nn.Linear(4, 4)
+    head = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD({trained}, lr=0.1)
+    ops = {{"encode": lambda x: torch.tanh(enc(x))}}
+    feats = ops["encode"]({inputs})
+    for i in range(3):
+        loss = head(feats).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_value_built_before_the_loop_is_recomputed_where_it_is_used(tmp_path: Path) -> None:
+    # the encoder is trained: building the features under no_grad would leave it without a gradient
+    path = write(tmp_path, FEATURES_ONCE.format(trained="[*enc.parameters(), *head.parameters()]", inputs="torch.ones(8, 4)"))
     result = graphfix_run("--fix", str(path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "train.py:7: GF102: tried recompute `feats` before line 9 (repeat line 7): proven by the re-run" in result.stderr
-    assert '    feats = ops["encode"](torch.randn(8, 4))\n    loss = head(feats).pow(2).mean()' in path.read_text()
+    assert "train.py:8: GF102: tried build `feats` under torch.no_grad() (line 8): refused: 2 parameter(s) trained" in result.stderr
+    assert "train.py:8: GF102: tried recompute `feats` before line 10 (repeat line 8): proven by the re-run" in result.stderr
+    assert '    feats = ops["encode"](torch.ones(8, 4))\n    loss = head(feats).pow(2).mean()' in path.read_text()
+
+
+def test_a_value_built_before_the_loop_from_random_draws_is_built_under_no_grad(tmp_path: Path) -> None:
+    # repeating the line would draw new data at every step; the encoder is no optimizer's
+    path = write(tmp_path, FEATURES_ONCE.format(trained="head.parameters()", inputs="torch.randn(8, 4)"))
+    result = graphfix_run("--fix", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "train.py:8: GF102: tried build `feats` under torch.no_grad() (line 8): proven by the re-run" in result.stderr
+    assert "recompute" not in result.stderr
+    assert 'with torch.no_grad():\n    feats = ops["encode"](torch.randn(8, 4))\nfor i in range(3):' in path.read_text()
 
 
 def test_no_repair_applies_it_says_what_to_change_and_where(tmp_path: Path) -> None:

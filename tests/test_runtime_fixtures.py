@@ -50,8 +50,8 @@ SILENT_GAPS = {
 _NOT_A_SUM = "the constant gradient enters the loss through a non-linear term, which the run cannot tell from data (FGSM's sign(), a PGD step)"
 WATCHED_GAPS: dict[str, str] = {
     "loss_accumulated_with_graph/eval_called_while_recording": (
-        "the validation total holds its batches' graphs only while validation runs, between two optimizer steps, "
-        "and dies with the next one; the run's leak check looks for graphs that outlive optimizer steps"
+        "reported where the training loop keeps the validation total (`val_loss = validate(...)`: the graphs no backward "
+        "walks, held across optimizer steps, fixer.runtime.unwalked), the static rule at the `+=` inside validate()"
     ),
     "loss_accumulated_with_graph/trainer_metric_lists": (
         "reported where the epoch's mean is kept (its graph reaches the epoch's steps); the static rule at the append of "

@@ -17,7 +17,13 @@ import pytest
 
 pytest.importorskip("torch", reason="graphfix run executes the programs, which need torch")
 
+from fixer.apply import apply_edits
+from fixer.context import FileContext
+from fixer.edits.statements import wrap_in
+from fixer.runtime.flows import Flows
 from fixer.runtime.launcher import Outcome
+from fixer.runtime.repair.cuts import MARK, cut_verdict
+from fixer.runtime.repair.effects import side_effect
 from fixer.runtime.repair.candidate import context
 from fixer.runtime.repair.expert import candidates
 from fixer.runtime.repair.trial import judge
@@ -34,6 +40,9 @@ REPAIRED = {
     "fake_through_history": ("GF103", "detach each item of `self.items` where line"),
     "meter_sums": ("GF301", "store a number at line"),
     "retained_in_method": ("GF302", "drop retain_graph at line"),
+    "score_reused_after_critic_step": ("GF103", "recompute `fake_score` before line"),  # blind3 007's shape
+    "labels_from_a_fixed_network": ("GF102", "build `labels` under torch.no_grad()"),  # blind3 002's shape
+    "validation_sum_kept": ("GF301", "store a number at line"),
 }
 REFUSED = "encoder_cached_once"
 
@@ -62,6 +71,18 @@ def test_a_detach_that_freezes_a_trained_encoder_is_refused(fixed: dict) -> None
     assert result.codes == ("GF104",) and not result.kept, result.what
     assert "tried store detached at line" in result.what
     assert "parameter(s) trained by the first run get no gradient now" in result.what
+
+
+def test_a_cut_that_takes_the_adversarial_gradient_away_is_refused(fixed: dict) -> None:
+    """The union of trained parameters would pass it (the generator keeps its pixel gradient);
+    the probe shows the generator's backward sending a stepped gradient through the score."""
+    what = fixed["score_reused_after_critic_step"].what
+    assert "tried detach `fake_score` where line 31 hands it on: refused: it cuts the gradient that the backward at " in what, what
+    assert "score_reused_after_critic_step.py:32 sends through the cut value to 4 parameter(s) an optimizer steps with it" in what
+
+
+def test_labels_with_noise_are_never_recomputed(fixed: dict) -> None:
+    assert "recompute" not in fixed["labels_from_a_fixed_network"].what
 
 
 def _first(graded=("parameter 1 (4,)", "parameter 2 (1, 4)"), steps=1, iterations=2) -> Outcome:
@@ -148,3 +169,97 @@ def test_a_parameter_no_optimizer_steps_still_counts_where_its_backward_reaches_
     first = Outcome([], 1, 1, iterations=2, direct=orphan, orphans=orphan)
     assert judge(first, _summary(graded_lately=()), FINDING) == "1 parameter(s) trained by the first run get no gradient now (parameter 1 (1,))"
     assert judge(first, _summary(graded_lately=(), direct=("parameter 1 (1,)",)), FINDING) is None
+
+
+def test_builders_put_a_value_built_outside_every_loop_under_no_grad_first(tmp_path: Path) -> None:
+    text = "import torch\nY = net(X) + torch.randn(4)\nfor x in X:\n    y = Y[0]\n    (x - y).sum().backward()\n"
+    pieces = (Piece("built", "", 2, 1, ""), Piece("stored in Y", "", 2, None, ""), Piece("used again", "", 4, 2, ""), Piece("failed", "", 5, 2, ""))
+    found = _titles(tmp_path, text, Finding("GF102", "", "", 2, 0, "e", pieces))
+    assert found[0][0] == "build `Y` under torch.no_grad() (line 2)"
+    assert "with torch.no_grad():\n    Y = net(X) + torch.randn(4)\nfor x in X:" in found[0][1]
+    assert not any(t.startswith("recompute") for t, _ in found), found  # it draws random numbers
+
+
+def test_the_probe_of_a_cut_marks_the_value_and_changes_nothing_else(tmp_path: Path) -> None:
+    text = "def fit(self, xs):\n    for x in xs:\n        total = self.loss(x) + self.reg\n        total.backward()\n\n\ndef compile(self):\n    self.reg = self.penalty()\n"
+    path = tmp_path / "train.py"
+    path.write_text(text, encoding="utf-8")
+    finding = Finding("GF104", "", str(path), 8, 0, "e", (Piece("stored in self.reg", str(path), 8, None, ""), Piece("used again", str(path), 3, 2, "")))
+    detach = next(c for c in candidates(finding) if c.title == "store detached at line 8")
+    assert detach.probe[0].fixed == text.replace("self.penalty()", f"{MARK}(self.penalty())")
+
+
+@pytest.mark.parametrize(
+    "statement, why",
+    [
+        ("y = net(x) + 0.1 * torch.randn(3)", "draws random numbers (`torch.randn`)"),
+        ("y = F.dropout(net(x), 0.5)", "draws random numbers (`F.dropout`)"),
+        ("y = block(x)", "draws random numbers (`nn.Dropout`)"),
+        ("y = norm(x)", "updates running statistics in place (`nn.BatchNorm1d`)"),
+        ("y = next(batches)", "reads or writes outside the computation (`next`)"),
+        ("y = bank.add_(x)", "changes a tensor in place (`bank.add_`)"),
+        ("y = net(x).mean()", None),
+    ],
+)
+def test_what_may_be_recomputed(statement: str, why) -> None:
+    text = (
+        "class Block(nn.Module):\n    def __init__(self):\n        self.drop = nn.Dropout(0.1)\n\n\n"
+        f"block = Block()\nnorm = nn.BatchNorm1d(3)\nnet = nn.Linear(3, 3)\n{statement}\n"
+    )
+    ctx = FileContext("/tmp/train.py", text)
+    assert side_effect(ctx, ctx.tree.body[-1]) == why
+
+
+def test_a_step_uses_the_gradients_of_the_backwards_since_its_parameters_reset() -> None:
+    flows = Flows()
+    d, g = object(), object()
+    flows.backward("d:85", [])  # the critic's loss reaches both players
+    flows.step([(d, "D")])
+    flows.reset([g])  # netG.zero_grad(): the critic's gradient on the generator is dropped
+    flows.backward("g:91", [])
+    flows.step([(g, "G")])
+    assert flows.used == {"d:85": {"D"}, "g:91": {"G"}}
+
+
+def test_a_cut_is_refused_only_where_a_stepped_gradient_went_through_it() -> None:
+    probe = _summary(through=(("g:91", ("D", "G")),), used=(("d:85", ("D",)),))
+    assert cut_verdict({}, probe, (("g:91", ("G",)),)) == (
+        "it cuts the gradient that the backward at g:91 sends through the cut value to 1 parameter(s) an optimizer steps with it (G)"
+    )
+    assert cut_verdict({}, _summary(through=(("d:85", ("G",)),)), (("d:85", ("D",)), ("g:91", ("G",)))) is None
+
+
+def test_wrap_in_moves_a_statement_under_a_with(tmp_path: Path) -> None:
+    text = "if True:\n    y = f(\n        x)  # keep\n    z = 1\n"
+    ctx = FileContext(str(tmp_path / "a.py"), text)
+    stmt = ctx.tree.body[0].body[0]
+    assert apply_edits(text, [wrap_in(ctx, stmt, "with torch.no_grad()")]) == "if True:\n    with torch.no_grad():\n        y = f(\n            x)  # keep\n    z = 1\n"
+
+
+def test_builders_move_zero_grad_before_the_backward_then_after_the_step(tmp_path: Path) -> None:
+    text = "for x in xs:\n    loss = f(x)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
+    pieces = (Piece("gradient from", "", 3, None, ""), Piece("wiped by", "", 4, 1, ""), Piece("stepped", "", 5, 1, ""))
+    found = _titles(tmp_path, text, Finding("GF201", "", "", 4, 0, "", pieces))
+    assert found == [
+        ("move zero_grad() (line 4) before the backward at line 3", "for x in xs:\n    loss = f(x)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"),
+        ("move zero_grad() (line 4) after the step at line 5", "for x in xs:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n    opt.zero_grad()\n"),
+    ]
+
+
+def test_builders_reset_the_gradients_a_step_keeps_using(tmp_path: Path) -> None:
+    text = "for x in xs:\n    f(x).backward()\n    self.opt.step()\n"
+    found = _titles(tmp_path, text, Finding("GF203", "", "", 3, 0, "", (Piece("stepped", "", 3, 2, ""),)))
+    assert found == [("reset the gradients after the step at line 3", "<same>    self.opt.zero_grad()\n")]
+
+
+def test_a_detach_where_a_buffer_is_stored_needs_no_probe(tmp_path: Path) -> None:
+    """A registered buffer is module state no optimizer trains (blind3 001: an amax history)."""
+    text = (
+        "class Layer(nn.Module):\n    def __init__(self):\n        self.register_buffer('hist', torch.zeros(4))\n\n"
+        "    def update(self):\n        self.hist = torch.roll(self.hist, 1) + self.weight.abs().max()\n"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(text, encoding="utf-8")
+    finding = Finding("GF104", "", str(path), 6, 0, "e", (Piece("stored in model.hist", str(path), 6, None, ""),))
+    detach = next(c for c in candidates(finding) if c.title == "store detached at line 6")
+    assert detach.probe is None

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional
 
 import torch
 
+from fixer.runtime.flows import CUT, Flows, site_of
 from fixer.runtime.observer import Observer
 from fixer.runtime.recorder import KEY
 
@@ -37,6 +38,7 @@ class Gradients(Observer):
         self.nonfinite = False  # some step saw a NaN or infinite gradient
         self.direct: set[str] = set()  # parameters some loss reached through its own iteration's nodes
         self._held: Optional[set[int]] = None  # ids of the parameters the modules held at the first backward
+        self.flows = Flows()  # which backward's gradient each step used, and through which cut value (fixer.runtime.flows)
 
     @contextlib.contextmanager
     def numbering(self) -> Iterator[None]:
@@ -67,7 +69,17 @@ class Gradients(Observer):
             self._held = {id(p) for m in gc.get_objects() if isinstance(m, torch.nn.Module) for p in m.parameters(recurse=False)}
         starts = self.recorder.iteration_starts
         start = starts[call.iteration - 1] if call.iteration else 0  # (positions of nodes built before this iteration)
-        stack, seen, reached = [t.grad_fn for t in tensors if t.grad_fn is not None], set(), set()
+        reached, marks, unset = self._walk([t.grad_fn for t in tensors if t.grad_fn is not None], start)
+        self.direct |= reached
+        site = site_of(call)
+        self.flows.backward(site, unset)
+        for node in marks:  # (a probe run's cut value, walked by this backward)
+            self.flows.walked(site, self._walk([node], start)[0])
+
+    def _walk(self, stack: list, start: int) -> tuple[set[str], list, list]:
+        """(the parameters reached through nodes built since ``start``, the marked nodes met,
+        the parameters reached whose ``.grad`` is None)."""
+        seen, reached, marks, unset = set(), set(), [], []
         while stack and len(seen) < WALKED:
             node = stack.pop()
             if id(node) in seen:
@@ -76,16 +88,28 @@ class Gradients(Observer):
             variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
             if variable is not None:
                 reached.add(self.name(variable))
+                if variable.grad is None:
+                    unset.append(variable)
                 continue
-            record = node.metadata.get(KEY)
+            meta = node.metadata
+            record = meta.get(KEY)
             if record is not None and record.position < start:
                 continue  # carried from an earlier iteration
+            if CUT in meta:
+                marks.append(node)
             stack.extend(child for child, _ in node.next_functions if child is not None)
-        self.direct |= reached
+        return reached, marks, unset
+
+    def zero_grad(self, owner: Any, call: Any) -> None:
+        if isinstance(owner, torch.optim.Optimizer):
+            self.flows.reset(p for group in owner.param_groups for p in group["params"])
+        elif isinstance(owner, torch.nn.Module):
+            self.flows.reset(owner.parameters())
 
     def before_step(self, optimizer: Any, call: Any) -> None:
         steps = self.recent.pop(id(optimizer), [])  # (popped and put back: the latest optimizer last)
         graded: set[str] = set()
+        stepped: list = []
         self.recent[id(optimizer)] = (steps + [graded])[-KEPT_STEPS:]
         while len(self.recent) > OPTIMIZERS:
             del self.recent[next(iter(self.recent))]
@@ -100,6 +124,8 @@ class Gradients(Observer):
                     name = self.name(parameter)
                     graded.add(name)
                     self.ever.add(name)
+                    stepped.append((parameter, name))
+        self.flows.step(stepped)
 
     def orphans(self) -> set[str]:
         """The parameters reached directly that no ``nn.Module`` holds (``torch.exp(nn.Parameter(...))``):

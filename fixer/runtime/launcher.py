@@ -33,6 +33,8 @@ class Outcome:
     nonfinite: bool = False  # a step saw a NaN or infinite gradient
     direct: frozenset = frozenset()  # parameters a loss reached through its own iteration's nodes
     orphans: frozenset = frozenset()  # ... those no nn.Module holds
+    used: dict = field(default_factory=dict)  # backward line -> parameters an optimizer stepped with its gradient (fixer.runtime.flows)
+    through: dict = field(default_factory=dict)  # backward line -> parameters it reached through a probe's marked value
 
 
 def execute(
@@ -77,6 +79,7 @@ def execute(
         trained = session.gradients
         outcome.graded, outcome.graded_lately, outcome.nonfinite = frozenset(trained.ever), frozenset(trained.latest()), trained.nonfinite
         outcome.direct, outcome.orphans = frozenset(trained.direct), frozenset(trained.orphans())
+        outcome.used, outcome.through = trained.flows.used, trained.flows.through
     return outcome
 
 

@@ -37,6 +37,7 @@ from fixer.runtime.observer import Observer
 from fixer.runtime.recorder import KEY
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.sites import divergence, source_line
+from fixer.runtime.unwalked import Unwalked, passes
 
 EVERY_UNTIL = 8  # steps sampled one by one at first, then every 1.5x more
 NO_OPTIMIZER_AFTER = 16  # backward calls without any optimizer step, after which they mark the schedule
@@ -55,6 +56,7 @@ class Leaks(Observer):
         self._sampled = -1  # the iteration of the last sample
         self._seen: dict[tuple, list[int]] = {}  # (name, its root's code) -> iterations reached at its last samples
         self._reported: set[tuple] = set()
+        self._unwalked = Unwalked()  # holders of a graph no backward walks, held across steps (fixer.runtime.unwalked)
 
     def before_step(self, optimizer: Any, call: Any) -> None:
         self._steps.append(call.position)
@@ -136,7 +138,12 @@ class Leaks(Observer):
                     push(child)
         return found, oldest, visited
 
+    def _roots(self) -> set[int]:
+        """The records of the graphs the recent backward calls walked from (ids)."""
+        return {id(r) for c in self.recorder.calls for r in c.root_records}
+
     def _sample(self, call: Any, tensors: tuple, current: int, roots: Optional[list] = None) -> None:
+        in_loop = roots is None  # (not the program's last look from its globals)
         groups: dict[tuple, tuple[Holder, list, Any]] = {}
         for holder, value, root in graph_holders(roots):
             if holder.bounded:  # a deque(maxlen=k): a window, however long it is
@@ -149,6 +156,7 @@ class Leaks(Observer):
             entry[1].append(value.grad_fn)
         for key in [k for k in self._seen if k not in groups]:  # holding no graph now (a total reset to 0.0): starts again
             del self._seen[key]
+        self._unwalked.forget(groups)
         carried = None
         clean: dict[int, Any] = {}
         for key, (holder, roots, value) in groups.items():
@@ -157,6 +165,12 @@ class Leaks(Observer):
             counts.append(len(iterations))
             del counts[:-GROWING]
             growing = len(counts) == GROWING and all(a < b for a, b in zip(counts, counts[1:]))
+            if in_loop and self._steps and self._unwalked.held_again(key, value) and key not in self._reported and len({id(r) for r in roots}) == 1:
+                many = passes(value, self._roots(), self._steps[0])
+                if many is not None:
+                    self._reported.add(key)
+                    self._report_unwalked(holder, value, many, call, tensors)
+                    continue
             if not growing or counts[-1] < GROWN or key in self._reported:
                 continue
             if carried is None:
@@ -183,6 +197,19 @@ class Leaks(Observer):
             return
         if all((f.code, f.line) != (code, where.line) for f in self.findings):
             self.findings.append(Finding.at(code, message, where, "", [store[0] if store else None, built, held]))
+
+    def _report_unwalked(self, holder: Holder, value: Any, many: int, call: Any, tensors: tuple) -> None:
+        record = graphwalk.record(value.grad_fn)
+        loss = next((r for r in map(graphwalk.record, (t.grad_fn for t in tensors if t.grad_fn is not None)) if r), None)
+        store = self._stored(holder, record, loss)
+        held = Piece.at("still held", call.stack, call.iteration + 1)
+        if store is None or any((f.code, f.line) == ("GF301", store[0].line) for f in self.findings):
+            return
+        message = (
+            f"`{holder.name}` keeps the autograd graphs of {many} forward passes alive across optimizer steps, and no "
+            "backward walks them: keep `.item()`, or compute them under `torch.no_grad()`"
+        )
+        self.findings.append(Finding.at("GF301", message, store[0], "", [store[0], held]))
 
     def _stored(self, holder: Holder, record: Any, loss: Any) -> Optional[tuple[Piece, Any]]:
         """Where the value enters the holder: the store itself when the loss is built in the same

@@ -39,6 +39,8 @@ class Summary:
     graded_lately: tuple = ()  # ... at the latest steps of each optimizer
     nonfinite: bool = False  # a step saw a NaN or infinite gradient
     direct: tuple = ()  # parameters a loss reached through its own iteration (fixer.runtime.gradients)
+    used: tuple = ()  # (backward line, parameters an optimizer stepped with its gradient) (fixer.runtime.flows)
+    through: tuple = ()  # (backward line, parameters it reached through a probe's marked value)
 
     @staticmethod
     def of(outcome: Outcome) -> "Summary":
@@ -46,7 +48,7 @@ class Summary:
             outcome.exit_code, len(outcome.findings), outcome.steps, outcome.iterations, outcome.stopped,
             found=tuple(asdict(f) for f in outcome.findings), graded=tuple(sorted(outcome.graded)),
             graded_lately=tuple(sorted(outcome.graded_lately)), nonfinite=outcome.nonfinite,
-            direct=tuple(sorted(outcome.direct)),
+            direct=tuple(sorted(outcome.direct)), used=_pairs(outcome.used), through=_pairs(outcome.through),
         )
 
     def reported(self) -> list[Finding]:
@@ -55,6 +57,10 @@ class Summary:
 
 
 Rerun = Callable[[], Summary]
+
+
+def _pairs(by_site: dict) -> tuple:
+    return tuple((site, tuple(sorted(names))) for site, names in sorted(by_site.items()))
 
 
 def write_summary(path: str, outcome: Outcome) -> None:

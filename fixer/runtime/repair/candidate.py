@@ -22,6 +22,7 @@ from fixer.source import decode, read_bytes
 class Candidate:
     title: str  # "detach `state` where line 84 stores it"
     proposals: list[Proposal]
+    probe: Optional[list[Proposal]] = None  # a cut's probe: the original text, the cut value marked (fixer.runtime.repair.cuts)
 
 
 def context(filename: str) -> Optional[FileContext]:
@@ -33,8 +34,9 @@ def context(filename: str) -> Optional[FileContext]:
         return None
 
 
-def candidate(title: str, ctx: FileContext, edits: Iterable[Edit], finding: Finding) -> Optional[Candidate]:
-    """The edits applied to ``ctx``'s text, when they change it and the result parses."""
+def candidate(title: str, ctx: FileContext, edits: Iterable[Edit], finding: Finding, probe: Optional[Iterable[Edit]] = None) -> Optional[Candidate]:
+    """The edits applied to ``ctx``'s text, when they change it and the result parses;
+    ``probe``: for a cut, the edits that mark the cut value instead (fixer.runtime.repair.cuts)."""
     edits = list(edits)
     if not edits:
         return None
@@ -45,7 +47,10 @@ def candidate(title: str, ctx: FileContext, edits: Iterable[Edit], finding: Find
         return None
     if fixed == ctx.source:
         return None
-    return Candidate(title, [Proposal(ctx.path, ctx.source, fixed, [finding])])
+    probed = None
+    if probe is not None:
+        probed = [Proposal(ctx.path, ctx.source, apply_edits(ctx.source, list(probe)), [finding])]
+    return Candidate(title, [Proposal(ctx.path, ctx.source, fixed, [finding])], probed)
 
 
 def statement_at(ctx: FileContext, line: int) -> Optional[ast.stmt]:

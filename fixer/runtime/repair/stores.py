@@ -26,6 +26,7 @@ from fixer.edits.values import method_edit
 from fixer.nodes import walk
 from fixer.rule import Edit
 from fixer.runtime.report import Finding, Piece
+from fixer.runtime.repair.cuts import mark_edit, marked
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, held_name, statement_at
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -112,7 +113,8 @@ def crossing_detach(ctx: FileContext, stmt: ast.stmt, name: str, finding: Findin
     text = ctx.text(base)
     where = _outermost_loop(ctx, stmt)
     edit = insert_before(ctx, where, f"{text} = {text}.detach()")
-    return candidate(f"detach `{text}` where it crosses into the next iteration (before line {where.lineno})", ctx, [edit], finding)
+    probe = [insert_before(ctx, where, f"{text} = {marked(text)}")]
+    return candidate(f"detach `{text}` where it crosses into the next iteration (before line {where.lineno})", ctx, [edit], finding, probe)
 
 
 def _value_of(stmt: ast.stmt, target: ast.expr) -> Optional[ast.expr]:
@@ -130,6 +132,20 @@ def _value_of(stmt: ast.stmt, target: ast.expr) -> Optional[ast.expr]:
     return value
 
 
+def buffer_of_its_class(ctx: FileContext, stmt: ast.stmt, target: Optional[ast.expr]) -> bool:
+    """``self.NAME = ...`` in a class that registers NAME as a buffer (``register_buffer("NAME",
+    ...)``): module state that no optimizer trains, which PyTorch's own layers update without
+    autograd; detaching what is stored there needs no probe."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return False
+    klass = next((p for p in ctx.ancestors(stmt) if isinstance(p, ast.ClassDef)), None)
+    return klass is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_buffer"
+        and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == target.attr
+        for n in walk(klass)
+    )
+
+
 def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, method: str) -> Optional[Candidate]:
     """``value.detach()`` (or ``.item()``) where ``stmt`` stores it into the holder."""
     name, subscript = _parts(held_name(piece))
@@ -137,7 +153,8 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
     value = _appended(stmt, name) if target is None else _value_of(stmt, target)
     what = "a number" if method == "item" else "detached"
     if value is not None:
-        return candidate(f"store {what} at line {stmt.lineno}", ctx, [method_edit(ctx, value, method)], finding)
+        probe = None if buffer_of_its_class(ctx, stmt, target) else [mark_edit(ctx, value)]
+        return candidate(f"store {what} at line {stmt.lineno}", ctx, [method_edit(ctx, value, method)], finding, probe)
     if target is None or method != "detach" or isinstance(target, ast.Subscript):
         return None
     text = ctx.text(target)
@@ -147,7 +164,8 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
         rebuilt = f"type({text})(item.detach() for item in {text})"
     else:
         rebuilt = f"{text}.detach()"
-    return candidate(f"detach `{text}` after line {stmt.lineno} binds it", ctx, [insert_after(ctx, stmt, f"{text} = {rebuilt}")], finding)
+    probe = [insert_after(ctx, stmt, f"{text} = {marked(text)}")]
+    return candidate(f"detach `{text}` after line {stmt.lineno} binds it", ctx, [insert_after(ctx, stmt, f"{text} = {rebuilt}")], finding, probe)
 
 
 def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:
@@ -158,7 +176,7 @@ def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> O
     if whole is None or not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(whole.elts):
         return None
     edits = [method_edit(ctx, v, "detach") for v in value.elts]
-    return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding)
+    return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding, [mark_edit(ctx, v) for v in value.elts])
 
 
 def uncache(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:

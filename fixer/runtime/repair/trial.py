@@ -6,8 +6,14 @@ What proves a candidate for one finding: the re-run no longer reports it (same r
 line), ends cleanly or with a new finding of its own, reaches at least as many optimizer steps
 and iterations, sees no NaN or infinite gradient, and every parameter that got a gradient in
 the first run (from a loss of its own iteration, fixer.runtime.gradients) still gets one at its
-optimizer's latest steps, and one that no module holds is still reached at the latest steps of its optimizer in the re-run (a detach that cuts a
-generator or an encoder off the loss is refused, measured). A new finding is the next round's
+optimizer's latest steps, and one that no module holds is still reached at the latest steps of
+its optimizer in the re-run (a detach that cuts a generator or an encoder off the loss is
+refused, measured). A cut (``.detach()``, ``.item()``, ``torch.no_grad()``) must also pass its
+probe: the original program run with the cut value marked, no backward may send through it a
+gradient that an optimizer then steps with (fixer.runtime.repair.cuts, fixer.runtime.flows):
+detaching the critic's score in the generator's loss is refused although the generator keeps
+its pixel gradient; detaching the fake for the critic's step is not, where the generator's
+gradients are reset before its own step. A new finding is the next round's
 work (a second cache filled like the first); when the last round leaves none the repair is
 done, otherwise every file is put back. A raising finding is re-run only a little past where
 the first run failed (``--max-steps``: its steps + 2); one found while the program runs is
@@ -21,6 +27,7 @@ from typing import Callable, Optional
 
 from fixer.runtime.launcher import Outcome
 from fixer.runtime.repair.candidate import Candidate
+from fixer.runtime.repair.cuts import cut_verdict
 from fixer.runtime.repair.expert import candidates
 from fixer.runtime.report import Finding
 from fixer.runtime.static_fix import Proposal
@@ -126,6 +133,20 @@ def _diffs(written: list[tuple[str, bytes, bytes]]) -> list[str]:
     return [unified_diff(path, decode(original).text, decode(read_bytes(path)).text) for path, original in firsts.items()]
 
 
+def _probed(option: Candidate, first: Outcome, second: Summary, rerun: Rerun) -> Optional[str]:
+    """The cut's probe run (the original program, the cut value marked): None when no gradient
+    that an optimizer steps flows through the cut value (fixer.runtime.repair.cuts)."""
+    marks: list = []
+    try:
+        write_proposals(option.probe, marks)
+        probe = rerun()
+    except (WriteError, UnicodeEncodeError, OSError) as exc:
+        return f"cannot write its probe: {exc}"
+    finally:
+        put_back(marks)
+    return cut_verdict(first.used, probe, second.used)
+
+
 def _first_proven(options: list[Candidate], first: Outcome, finding: Finding, rerun: Rerun, result: Repair, written: list) -> Optional[Summary]:
     for option in options:
         mine: list = []
@@ -141,6 +162,11 @@ def _first_proven(options: list[Candidate], first: Outcome, finding: Finding, re
             put_back(mine)
             raise
         why = judge(first, second, finding)
+        if why is None and option.probe is not None:
+            put_back(mine)
+            why = _probed(option, first, second, rerun)
+            if why is None:
+                write_proposals(option.proposals, mine)
         result.tried.append(Tried(finding, option.title, why, second.output if why else ""))
         if why is None:
             written.extend(mine)

@@ -20,6 +20,8 @@ from fixer.edits.statements import insert_before
 from fixer.edits.values import detach_edit, replace_edit
 from fixer.nodes import walk
 from fixer.runtime.report import Finding, Piece
+from fixer.runtime.repair.cuts import mark_edit
+from fixer.runtime.repair.effects import side_effect
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, statement_at
 
 _VALUES = (ast.Name, ast.Attribute, ast.Subscript)
@@ -51,9 +53,10 @@ def detach_inputs(finding: Finding, piece: Piece) -> Iterator[Candidate]:
             continue
         seen.add(text)
         where = f"where line {piece.line} hands it on"
+        probe = [mark_edit(ctx, value)]
         yield from filter(None, (
-            candidate(f"detach `{text}` {where}", ctx, [detach_edit(ctx, value)], finding),
-            candidate(f"detach each item of `{text}` {where}", ctx, [replace_edit(ctx, value, f"[item.detach() for item in {text}]")], finding),
+            candidate(f"detach `{text}` {where}", ctx, [detach_edit(ctx, value)], finding, probe),
+            candidate(f"detach each item of `{text}` {where}", ctx, [replace_edit(ctx, value, f"[item.detach() for item in {text}]")], finding, probe),
         ))
 
 
@@ -111,8 +114,8 @@ def recompute_before_use(finding: Finding, stored: Piece, used: Piece, failed: O
     target = ctx.text(store.targets[0])
     if any(ctx.text(n) == target for n in walk(store.value) if isinstance(n, (ast.Name, ast.Attribute))):
         return  # ``self.M = self.M + delta``: a state updated from itself, not a value built afresh
-    if not _names_visible(ctx, store.value, use):
-        return
+    if not _names_visible(ctx, store.value, use) or side_effect(ctx, store) is not None:
+        return  # (a statement that draws random numbers, or changes state, is no recompute)
     repeat = insert_before(ctx, use, ctx.text(store))
     title = f"recompute `{ctx.text(store.targets[0])}` before line {used.line} (repeat line {stored.line})"
     call = _retain_keyword(ctx, failed.line) if failed is not None and failed.filename == used.filename else None
