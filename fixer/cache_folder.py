@@ -29,6 +29,7 @@ TAG = (
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
 IGNORE = "# Automatically created by graphfix.\n*\n"
+MARKERS = ((IGNORE_NAME, IGNORE), (TAG_NAME, TAG))  # what claiming a folder writes, in order
 VERSION_FOLDER = re.compile(r"\d[\w.+-]*\Z")  # 0.1.0, 1.2.0rc1, 0.1.0+local
 # an index: ``<code>-<settings>.json`` (digests of graphfix's code and of the settings), or the older ``<settings>.json``
 INDEX_FILE = re.compile(r"(?:([0-9a-f]{16})-)?[0-9a-f]{32}\.json\Z")
@@ -91,7 +92,7 @@ def check_usable(folder: str) -> None:
         return
     if not stat.S_ISDIR(info.st_mode):
         raise LocationError(f"{folder} is not a folder")
-    if not owned(folder) and os.listdir(folder):
+    if not owned(folder) and os.listdir(folder) and not _being_claimed(folder):
         raise LocationError(f"{folder} holds files and is not a graphfix cache (no {TAG_NAME} of graphfix's); "
                             "graphfix keeps its cache only in a folder it created")
 
@@ -103,10 +104,25 @@ def claim(folder: str) -> None:
     os.makedirs(folder, exist_ok=True)
     if owned(folder):
         return
-    for name, text in ((IGNORE_NAME, IGNORE), (TAG_NAME, TAG)):  # the tag last: it says "all of this is ours"
-        descriptor = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    for name, text in MARKERS:  # the tag last: it says "all of this is ours"
+        path = os.path.join(folder, name)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except FileExistsError:
+            if _holds(path, text, partly=True):
+                continue  # another graphfix claims the folder at this moment (two runs started together)
+            raise
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
+
+
+def _being_claimed(folder: str) -> bool:
+    """The folder holds only graphfix's markers, whole or still being written: another run is
+    claiming it at this moment (or has just done so, after an ``owned`` that read its tag half
+    written)."""
+    markers = dict(MARKERS)
+    listed = os.listdir(folder)
+    return all(name in markers and _holds(os.path.join(folder, name), markers[name], partly=True) for name in listed) or owned(folder)
 
 
 def version_folder(folder: str, version: str) -> str:
@@ -155,12 +171,14 @@ def _clean_version(path: str) -> bool:
     return True
 
 
-def _holds(path: str, text: str) -> bool:
-    """Whether ``path`` is a regular file (not a link) holding exactly ``text``."""
+def _holds(path: str, text: str, partly: bool = False) -> bool:
+    """Whether ``path`` is a regular file (not a link) holding exactly ``text`` (``partly``: or
+    the start of it, as another run writes it)."""
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return False
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(len(text) + 1) == text
+            held = handle.read(len(text) + 1)
+        return held == text or partly and text.startswith(held)
     except OSError:
         return False

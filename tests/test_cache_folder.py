@@ -183,3 +183,25 @@ def test_paths_outside_the_project_get_no_cache_unless_one_is_named(world, tmp_p
     named = tmp_path_factory.mktemp("named") / "cache"
     assert graphfix("--cache-dir", str(named), target, cwd=empty, env={"HOME": str(world / "home")}).returncode == 1
     assert cache_folder.owned(str(named))
+
+
+@pytest.mark.parametrize("written", [cache_folder.IGNORE, cache_folder.IGNORE[:12], ""])
+def test_a_folder_another_run_is_claiming_is_shared_not_refused(tmp_path, written):
+    """Two runs that start together claim one folder: the second sees the first's .gitignore
+    whole or half written (and no tag yet). It must take the folder too, not call it foreign (a
+    concurrent-writers test failed so, once in a few runs under load)."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / cache_folder.IGNORE_NAME).write_text(written)
+    cache_folder.check_usable(str(folder))
+    if written == cache_folder.IGNORE:
+        cache_folder.claim(str(folder))
+        assert cache_folder.owned(str(folder))
+
+
+def test_a_folder_holding_another_gitignore_is_still_refused(tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / cache_folder.IGNORE_NAME).write_text("*.pyc\n")
+    with pytest.raises(cache_folder.LocationError):
+        cache_folder.check_usable(str(folder))
