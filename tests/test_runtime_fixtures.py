@@ -60,7 +60,14 @@ WATCHED_GAPS: dict[str, str] = {
     **{f"loss_accumulated_with_graph/{name}": (
         "reported at the call that hands the container over (`meters.update(losses)`), the static rule at the store "
         "inside the method that keeps its elements"
-    ) for name in ("dataclass_epoch_sums", "ledger_posts_tuple_of_terms", "meter_sums_dict_of_losses", "summary_reads_items_of_helper_dict")},
+    ) for name in (
+        "dataclass_epoch_sums", "ledger_posts_tuple_of_terms", "meter_sums_dict_of_losses", "summary_reads_items_of_helper_dict",
+        "helper_step_records_returned_terms", "step_function_feeds_tracker_argument", "trainer_feeds_tracker_field",
+    )},
+    "missing_zero_grad/critic_method_beside_actor_zero_grad": (
+        "reported at the loop's call of the method that steps (`self.update_critic(...)`, where the run sees the step of "
+        "gradients accumulated over two iterations), the static rule at the step inside that method"
+    ),
     **{f"grad_without_create_graph/{name}": _NOT_A_SUM for name in (
         "maml_inner_loop", "maml_learner_map_lambda", "maml_several_inner_steps", "pinn_method_net_f", "pinn_ode_physics_loss",
     )},
