@@ -58,6 +58,10 @@ def graphfix_run(*args: str, cwd: Path, env: dict, timeout: float = 300) -> subp
     return subprocess.run([sys.executable, "-m", "fixer", "run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -73,8 +77,10 @@ def test_interrupted_verification_puts_the_file_back_and_ends_the_re_run(tmp_pat
     before = path.read_bytes()
     env = environment(tmp_path)
     # (--max-steps: without it the trial of a raising finding stops 2 steps past the failure, before the signal)
+    # (Ctrl-C as at a terminal: a suite started in the background, as `cmd &` in a script, ignores SIGINT, and a
+    # child keeps an ignored signal ignored; the suite's CI dry runs failed so)
     process = subprocess.Popen([sys.executable, "-m", "fixer", "run", "--fix", "--max-steps", "100000", "train.py"], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
     starts = tmp_path / "starts"
     deadline = time.monotonic() + 240
     while not (starts.exists() and len(starts.read_text().split()) >= 2):  # the re-run began
