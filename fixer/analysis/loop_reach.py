@@ -131,6 +131,19 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
     return found
 
 
+def walking_steps(ctx: FileContext, writers: dict[Field, Scope]) -> dict[Field, IterationBackward]:
+    """For each field (and the method that writes it), the first iteration backward whose loss
+    reads the field in a loop that runs that method, in the order they are found."""
+    found: dict[Field, IterationBackward] = {}
+    for step in iteration_backwards(ctx):
+        run = {id(m.node) for m in methods_run(ctx, step.loop_scope, step.loop)}
+        read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
+        for key, method in writers.items():
+            if key in read and id(method.node) in run:
+                found.setdefault(key, step)
+    return found
+
+
 def methods_run(ctx: FileContext, scope: Scope, loop: ast.AST) -> list[Scope]:
     """The methods of this file's classes (and the functions) that the loop's body calls,
     directly or through them."""

@@ -24,7 +24,7 @@ from fixer.analysis.bindings import imported_names
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.loop_reach import iteration_backwards, methods_run, read_fields, stored_from_outside
+from fixer.analysis.loop_reach import stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
@@ -53,14 +53,12 @@ def walked_memos(ctx: FileContext) -> list[WalkedMemo]:
                 memos[(id(cls), attr)] = (cls, method, store, params)
         if not memos:
             return []
-        found: dict[tuple[int, str], WalkedMemo] = {}
-        for step in iteration_backwards(ctx):
-            run = {id(m.node) for m in methods_run(ctx, step.loop_scope, step.loop)}
-            read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
-            for key, (cls, method, store, params) in memos.items():
-                if key in read and id(method.node) in run:
-                    found.setdefault(key, WalkedMemo(cls, key[1], method, store, params, step.loop, step.call))
-        return list(found.values())
+        steps = walking_steps(ctx, {key: method for key, (_, method, _, _) in memos.items()})
+        found = []
+        for key, step in steps.items():
+            cls, method, store, params = memos[key]
+            found.append(WalkedMemo(cls, key[1], method, store, params, step.loop, step.call))
+        return found
 
     return ctx.memo("walked_memos", compute)
 

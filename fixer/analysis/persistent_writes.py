@@ -27,7 +27,7 @@ from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import Write, attribute_writes, class_methods
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, flowing_names
-from fixer.analysis.loop_reach import callee_method, iteration_backwards, methods_run, read_fields, stored_from_outside
+from fixer.analysis.loop_reach import callee_method, stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
@@ -59,14 +59,12 @@ def walked_histories(ctx: FileContext) -> list[HistoryWrite]:
                         writes.setdefault((id(cls), attr), (cls, method, write))
         if not writes:
             return []
-        found: dict[tuple[int, str], HistoryWrite] = {}
-        for step in iteration_backwards(ctx):
-            run = {id(m.node) for m in methods_run(ctx, step.loop_scope, step.loop)}
-            read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
-            for key, (cls, method, write) in writes.items():
-                if key in read and id(method.node) in run:
-                    found.setdefault(key, HistoryWrite(cls, key[1], method, write, step.loop, step.call))
-        return list(found.values())
+        steps = walking_steps(ctx, {key: method for key, (_, method, _) in writes.items()})
+        found = []
+        for key, step in steps.items():
+            cls, method, write = writes[key]
+            found.append(HistoryWrite(cls, key[1], method, write, step.loop, step.call))
+        return found
 
     return ctx.memo("walked_histories", compute)
 
