@@ -294,6 +294,16 @@ class GraphFacts:
         """What the function returns (element ``index`` of its tuples) given this call's arguments: a
         parameter the call gives a graph or a leaf that requires grad carries it (``loss_fn(model(x),
         y)``); the others stay unknown. Only GRAPH is concluded, never less than unknown."""
+        key = ("bound_returns", id(scope.node))
+        if key in seen:
+            return Kind.UNKNOWN  # a recursive call: nothing is concluded from it
+        seen.add(key)
+        try:
+            return self._bound_returns_once(scope, call, at, seen, index)
+        finally:
+            seen.discard(key)  # a second call of the function in this question is no recursion
+
+    def _bound_returns_once(self, scope: Scope, call: ast.Call, at: ast.AST, seen: set, index: Optional[int]) -> Kind:
         bound = {p: k for p, arg in bound_arguments(scope, call) if (k := self.kind(arg, at, seen)) >= Kind.LEAF}
         own = scope.ctx or self.ctx
         callee = own.memo(("bound_facts", id(scope.node), *sorted(bound.items())), lambda: GraphFacts(own, scope, bound)) if bound else None
