@@ -382,3 +382,47 @@ def test_diff_fails_on_findings_that_have_no_safe_fix(tmp_path):
     out = graphfix("--diff", "t.py", cwd=tmp_path)
     assert out.stdout == b"" and out.returncode == 1
     assert b"finding(s) remaining" in out.stderr
+
+
+RECURSIVE_HELPER = '''import torch
+from torch import nn
+
+
+def _apply(obj, func):
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_apply(el, func) for el in obj)
+    if isinstance(obj, dict):
+        return {k: _apply(el, func) for k, el in obj.items()}
+    return func(obj)
+
+
+def to_numpy(obj):
+    return _apply(obj, lambda t: t.detach().cpu().numpy())
+
+
+def predict(net, batches):
+    preds = []
+    for x in batches:
+        preds.append(to_numpy(net(x)))
+    return preds
+
+
+def train(net, batches):
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for x in batches:
+        opt.zero_grad()
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+
+
+model = nn.Linear(3, 1)
+train(model, [torch.randn(4, 3) for _ in range(3)])
+'''
+
+
+def test_a_helper_that_recurses_on_the_graph_it_is_given_is_analysed():
+    """poutyne 1.19's `_apply`: asking what a call returns given its arguments re-asked the same
+    function for its own recursive call (inside a comprehension) until GF301 crashed with RecursionError."""
+    result = process_source("t.py", RECURSIVE_HELPER.encode(), Options(rules=all_rules()))
+    assert result.errors == []
