@@ -61,31 +61,33 @@ STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 def statement_index(ctx: FileContext) -> StatementIndex:
     def compute() -> StatementIndex:
         index = StatementIndex(scopes=[Scope(ctx.tree, None, ctx)])
-
-        def visit(parent: ast.AST, cls: Optional[ast.ClassDef]) -> None:
-            for name in STATEMENT_LISTS:
-                for child in getattr(parent, name, None) or ():
-                    ctx.set_parent(child, parent)
-                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        index.scopes.append(Scope(child, cls, ctx))
-                        visit(child, None)
-                        continue
-                    if isinstance(child, ast.ClassDef):
-                        index.classes.append(child)
-                        visit(child, child)
-                        continue
-                    if isinstance(child, (ast.Import, ast.ImportFrom)):
-                        index.imports.append(child)
-                    elif isinstance(child, ast.Assign):
-                        index.assigns.append(child)
-                    elif isinstance(child, (ast.Global, ast.Nonlocal)):
-                        index.declarations.append(child)
-                    visit(child, cls)
-
-        visit(ctx.tree, None)
+        _index_statements(ctx, index, ctx.tree, None)
         return index
 
     return ctx.memo("statement_index", compute)
+
+
+def _index_statements(ctx: FileContext, index: StatementIndex, parent: ast.AST, cls: Optional[ast.ClassDef]) -> None:
+    # a module-level function, not a closure: a recursive closure is a reference cycle that keeps
+    # the whole tree alive until the cycle collector finds it (a third of a run's collection time)
+    for name in STATEMENT_LISTS:
+        for child in getattr(parent, name, None) or ():
+            ctx.set_parent(child, parent)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                index.scopes.append(Scope(child, cls, ctx))
+                _index_statements(ctx, index, child, None)
+                continue
+            if isinstance(child, ast.ClassDef):
+                index.classes.append(child)
+                _index_statements(ctx, index, child, child)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                index.imports.append(child)
+            elif isinstance(child, ast.Assign):
+                index.assigns.append(child)
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                index.declarations.append(child)
+            _index_statements(ctx, index, child, cls)
 
 
 def scopes(ctx: FileContext) -> list[Scope]:
