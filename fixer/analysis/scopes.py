@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Union
 
@@ -29,7 +30,7 @@ class Scope:
     def is_method(self) -> bool:
         return self.class_node is not None
 
-    @property
+    @functools.cached_property  # asked at almost every step of the analysis
     def self_name(self) -> Optional[str]:
         """Name of the first parameter of a method (usually ``self``); a static method has none."""
         if self.class_node is None or isinstance(self.node, ast.Module) or is_static(self.node):
