@@ -175,9 +175,9 @@ def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> l
 
     chosen = []
     for rule in rules:
-        if rule.also_needs not in data:
-            continue
         key = (rule.applies_to.__func__, rule.prefilter.pattern)  # (with its literal there, a rule asks what the others do)
+        if answers.get(key, True) is False or rule.also_needs not in data:
+            continue  # (a shared no first: its literal is then never looked for through the whole file)
         if key not in answers:
             answers[key] = rule.applies_to(data) or (rule.prefilter is BACKWARD_CALL and imports_step())
         if answers[key]:
