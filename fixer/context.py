@@ -123,8 +123,23 @@ class FileContext:
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         found = self._parents.get(node)
         if found is None and node is not self.tree and not self._all_parents:
-            found = self.parents.get(node)
+            self._record_around(node)  # the statement that holds it first: a few nodes, not the file
+            found = self._parents.get(node)
+            if found is None:
+                found = self.parents.get(node)
         return found
+
+    def _record_around(self, node: ast.AST) -> None:
+        """Record the parent links under the innermost statement whose span holds ``node``."""
+        if getattr(node, "end_lineno", None) is None:
+            return
+        start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+        holder: ast.AST = self.tree
+        while (inner := _statement_holding(holder, start, end)) is not None:
+            holder = inner
+        for outer in walk(holder):
+            for child in child_nodes(outer):
+                self._parents[child] = outer
 
     def memo(self, key: object, compute):
         """Analysis shared by several rules is computed once per file."""
@@ -176,3 +191,15 @@ class FileContext:
         before = self.source[self.line_start(stmt.lineno) : start]
         after = self.source[end : self.line_end(stmt.end_lineno)]
         return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
+
+STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers")  # (a match's cases have no position)
+
+
+def _statement_holding(node: ast.AST, start: tuple[int, int], end: tuple[int, int]) -> Optional[ast.AST]:
+    """The statement (or ``except`` clause) directly under ``node`` whose span holds start..end."""
+    for name in STATEMENT_LISTS:
+        for child in getattr(node, name, None) or ():
+            if (child.lineno, child.col_offset) <= start and end <= (child.end_lineno, child.end_col_offset):
+                return child
+    return None

@@ -17,6 +17,7 @@ from fixer.deep import call_with_deep_stack
 from fixer.analysis.project_files import set_root
 from fixer.analysis.project_text import STEP_CALL, imports_matching
 from fixer.fixpass import Outcome, PassFailed
+from fixer.literals import blanked_literals
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Edit, Rule
@@ -72,6 +73,9 @@ def run_rules(
     """All diagnostics of ``rules`` on ``text`` (minus suppressed ones) and any rule crashes.
     Raises SyntaxError if ``text`` does not parse."""
     tree = parse(text, filename=path)
+    blanked = blanked_literals(text, tree)
+    if blanked is not None:  # a rule passed the pre-filter only through a string literal's text
+        rules = active_rules(blanked, rules, path)
     ctx = FileContext(path, text, tree, newline, root)
     suppressions = suppressions_of(ctx)
     found: list[Diagnostic] = []
@@ -171,9 +175,9 @@ def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> l
 
     chosen = []
     for rule in rules:
-        if rule.also_needs not in data:
-            continue
         key = (rule.applies_to.__func__, rule.prefilter.pattern)  # (with its literal there, a rule asks what the others do)
+        if answers.get(key, True) is False or rule.also_needs not in data:
+            continue  # (a shared no first: its literal is then never looked for through the whole file)
         if key not in answers:
             answers[key] = rule.applies_to(data) or (rule.prefilter is BACKWARD_CALL and imports_step())
         if answers[key]:

@@ -16,8 +16,9 @@ import re
 from fixer.analysis.calls import backward_calls
 from fixer.analysis.importers import project_call_sites
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import NESTED, Scope
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 GRAD_MODE_TEXT = re.compile(r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?")
 CALLER_DEPTH = 3  # how many calls up the callers are followed
@@ -25,10 +26,12 @@ CALLER_DEPTH = 3  # how many calls up the callers are followed
 
 def switches_grad_mode(ctx: FileContext, scope: Scope) -> bool:
     """The function turns recording off or on itself (or names ``requires_grad``)."""
-    nodes = [*scope_nodes(scope), *getattr(scope.node, "decorator_list", ())]
-    return ctx.mentions(scope.node, GRAD_MODE_TEXT) and any(
-        GRAD_MODE_TEXT.fullmatch(getattr(n, "attr", None) or getattr(n, "id", "") or "") for d in nodes for n in ast.walk(d)
-    )
+    if not ctx.mentions(scope.node, GRAD_MODE_TEXT):
+        return False
+    # every node under the scope's own statements (a nested function's too when it sits in one of
+    # them), each walked once: the subtrees of all the scope's nodes are those of its statements
+    roots = [*(s for s in scope.body if not isinstance(s, NESTED)), *getattr(scope.node, "decorator_list", ())]
+    return any(GRAD_MODE_TEXT.fullmatch(getattr(n, "attr", None) or getattr(n, "id", "") or "") for root in roots for n in walk(root))
 
 
 def records_gradients(ctx: FileContext, scope: Scope, depth: int = CALLER_DEPTH) -> bool:

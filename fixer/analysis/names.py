@@ -8,6 +8,7 @@ from typing import Optional
 
 from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 
 def dotted(node: ast.AST) -> Optional[str]:
@@ -37,7 +38,7 @@ def value_names(ctx: FileContext) -> frozenset[str]:
 
     def compute() -> frozenset[str]:
         names: set[str] = set()
-        for node in ast.walk(ctx.tree):
+        for node in walk(ctx.tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
             elif isinstance(node, ast.arg):
