@@ -36,7 +36,9 @@ the caller's value made by a module (or a `self` attribute every method assigns 
 call). This holds in either order (the generator step's helper first, then the discriminator
 step's), and one helper deeper (`self.backward_D_A()` calling `self.backward_D_basic(self.netD_A,
 real, fake)`); a fake handed through a method that cannot be seen (an image-history pool of
-another file) is still taken to carry what it was given.
+another file) is still taken to carry what it was given. A fake the discriminator step's method
+makes and returns (`fake, loss_d = self.d_step(real)`) is the caller's `fake`, made by the module
+that method applied.
 
 ## Why is this bad?
 The discriminator's backward walks on into the generator's graph and frees it, so the generator

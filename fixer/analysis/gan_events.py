@@ -40,6 +40,9 @@ from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 
 
+RETURNED = "return"  # a key for what a helper returns (a keyword: never a parameter's name)
+
+
 @dataclass(frozen=True)
 class MappedUse:
     """A use reaching a backward, with its callable and inputs named as the caller sees them."""
@@ -133,7 +136,7 @@ def _helper_events(ctx: FileContext, scope: Scope, call: ast.Call, helper: Scope
         uses = []
         for mapped in inner.uses:
             callee = _translate(mapped.callee, names)
-            keys = frozenset(k for k in (_translate(key, names) for key in mapped.keys) if k is not None)
+            keys = frozenset(k for k in (_translate(key, names, stmt) for key in mapped.keys) if k is not None)
             if callee is not None and keys:
                 uses.append(MappedUse(mapped.use, helper, callee, keys))
         step = _translate(inner.step, names) if inner.step else None
@@ -158,7 +161,7 @@ def _helper_backwards(ctx: FileContext, helper: Scope, nested: bool = True) -> l
             uses = []
             for use in callable_uses(ctx, helper, graph):
                 if before_or_at(use.stmt, stmt) and flows_to(ctx, graph, helper, use, call):
-                    keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3)
+                    keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3) | _returned_as(helper, use.key)
                     if keys:
                         uses.append(MappedUse(use, helper, use.callee, frozenset(keys)))
             if not uses:
@@ -213,11 +216,38 @@ def _inputs(ctx: FileContext, helper: Scope, graph: GraphFacts, expr: ast.expr, 
     return found
 
 
+def _bound_to_result(stmt: ast.stmt, key: str) -> Optional[str]:
+    """The name ``stmt`` (``fake, loss = helper(...)``) binds to the returned value ``key`` names."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.value, ast.Call):
+        return None
+    index, target = key.partition(":")[2], stmt.targets[0]
+    if not index:
+        return dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+    if isinstance(target, ast.Tuple) and int(index) < len(target.elts) and not isinstance(target.elts[int(index)], ast.Starred):
+        return dotted(target.elts[int(index)])
+    return None
+
+
 def _flowing_dotted(ctx: FileContext, expr: ast.expr) -> list[ast.expr]:
     return [n for n in flowing_nodes(ctx, expr) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)]
 
 
-def _translate(name: str, names: dict[str, Optional[str]]) -> Optional[str]:
+def _returned_as(helper: Scope, key: str) -> set[str]:
+    """``{RETURNED}`` or ``{RETURNED + ":i"}`` when every return of the helper gives back its local
+    ``key`` (whole, or as element ``i`` of a tuple): the caller names it where it binds the result."""
+    places = set()
+    for ret in (n for n in scope_nodes(helper) if isinstance(n, ast.Return)):
+        value = ret.value
+        if isinstance(value, ast.Tuple):
+            places.add(next((f"{RETURNED}:{i}" for i, e in enumerate(value.elts) if dotted(e) == key), None))
+        else:
+            places.add(RETURNED if value is not None and dotted(value) == key else None)
+    return places if len(places) == 1 and None not in places else set()
+
+
+def _translate(name: str, names: dict[str, Optional[str]], stmt: Optional[ast.stmt] = None) -> Optional[str]:
+    if name.startswith(RETURNED):  # the caller's name for what the helper returned
+        return _bound_to_result(stmt, name) if stmt is not None else None
     head, dot, rest = name.partition(".")
     if head in names:
         base = names[head]
