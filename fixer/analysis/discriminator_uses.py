@@ -35,11 +35,12 @@ from fixer.context import FileContext
 READING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)
 
 
-def helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[tuple[Use, bool]]:
+def helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[tuple[Use, bool, ast.stmt]]:
     """Discriminator uses where a step runs in a helper: ``train_discriminator(real, fake)`` or
     ``self.backward_D()`` followed by a generator step (a helper or inline) through the same fake
     (False), or following a generator step that already backpropagated it and stepped (True:
-    ``self.backward_G()`` first, its backward freed the generator's graph)."""
+    ``self.backward_G()`` first, its backward freed the generator's graph); with the statement of
+    ``scope`` that runs the discriminator step."""
     events = backward_events(ctx, scope)
     if len(events) < 2:
         return
@@ -62,7 +63,7 @@ def helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[tuple[
             for d_step, g_step, step_d, step_g, generator_first in orders:
                 for d in d_step.uses:
                     if any(_same_fake(ctx, scope, graph, d, g, (first, second), step_d, step_g) for g in g_step.uses):
-                        yield d.use, generator_first
+                        yield d.use, generator_first, d_step.stmt
 
 
 def _same_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, d, g, events, step_d: str, step_g: str) -> bool:
