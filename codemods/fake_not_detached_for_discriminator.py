@@ -33,7 +33,12 @@ The steps may be written in helper functions or methods of the same file
 (`train_discriminator(real, fake)`, `self.backward_D()` reading `self.fake_B`): a helper's
 backward is matched to the caller through its parameters and `self` attributes, and the fake is
 the caller's value made by a module (or a `self` attribute every method assigns from a module
-call).
+call). This holds in either order (the generator step's helper first, then the discriminator
+step's), and one helper deeper (`self.backward_D_A()` calling `self.backward_D_basic(self.netD_A,
+real, fake)`); a fake handed through a method that cannot be seen (an image-history pool of
+another file) is still taken to carry what it was given. A fake the discriminator step's method
+makes and returns (`fake, loss_d = self.d_step(real)`) is the caller's `fake`, made by the module
+that method applied.
 
 ## Why is this bad?
 The discriminator's backward walks on into the generator's graph and frees it, so the generator
@@ -83,7 +88,7 @@ from fixer.analysis.calls import BackwardCall
 from fixer.analysis.discriminator_uses import backpropagated_again
 from fixer.analysis.gan_steps import Use, use_key
 from fixer.analysis.scopes import Scope
-from fixer.analysis.undetached_fakes import ALREADY_USED, IN_HELPER, NEEDS_AGAIN, undetached_fakes
+from fixer.analysis.undetached_fakes import ALREADY_USED, IN_HELPER, IN_HELPER_AFTER, NEEDS_AGAIN, undetached_fakes
 from fixer.context import FileContext
 from fixer.edits.keywords import remove_keyword
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -102,20 +107,20 @@ class FakeNotDetachedForDiscriminator(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for found in undetached_fakes(ctx):
-            if found.how == IN_HELPER:
-                yield self._report_in_helper(ctx, found.use)
+            if found.how in (IN_HELPER, IN_HELPER_AFTER):
+                yield self._report_in_helper(ctx, found.use, ALREADY_USED if found.how == IN_HELPER_AFTER else NEEDS_AGAIN)
             elif found.how in (NEEDS_AGAIN, ALREADY_USED):
                 yield self._report(ctx, found.scope, found.reads, found.call, found.calls, found.how)
             else:
                 yield self._report_reused(ctx, found.scope, found.use, found.reads, found.call, found.calls)
 
-    def _report_in_helper(self, ctx: FileContext, use: Use) -> Diagnostic:
+    def _report_in_helper(self, ctx: FileContext, use: Use, when: str) -> Diagnostic:
         text = ctx.text(use.arg)
         start, end = ctx.span(use.arg)
         return self.diagnostic(
             ctx,
             use.arg,
-            MESSAGE.format(text=text, when=NEEDS_AGAIN).replace("discriminator loss", "discriminator step", 1),
+            MESSAGE.format(text=text, when=when).replace("discriminator loss", "discriminator step", 1),
             [Edit(start, end, f"{text}.detach()")],
             Applicability.UNSAFE,
             title=f"Detach `{text}` for the discriminator",

@@ -1,6 +1,10 @@
 """## What it does
-Finds a field that `__init__` stores once as a graph built from a tensor that requires grad
-(`self.scale = torch.exp(nn.Parameter(torch.zeros(1)))`, `self.gram = self.w @ self.w.t()`),
+Finds a field that the object's setup stores once as a graph built from a tensor that requires
+grad (`self.scale = torch.exp(nn.Parameter(torch.zeros(1)))`, `self.gram = self.w @ self.w.t()`,
+`self.reg = self.penalty()` where `penalty` sums terms of the weights, looping over
+`self.parameters()` or over a field of parameter groups). The setup is `__init__`, or a method
+the file calls only outside loops, from code that itself runs once (`model.compile()` at the top
+of the script, `setup()` called by `main()`),
 when a training loop's every-iteration backward walks it: the loss is computed from the field,
 directly or through the methods and the held modules the loop calls (`model.nll()` running
 `self.kernel(x, x)`, whose `forward` reads the field; a step function or trainer method the loop
@@ -9,7 +13,7 @@ its own class reads and backpropagates through on every call is GF102's (it reco
 start of that method).
 
 ## Why is this bad?
-The field's graph is built once, when the object is made. The first iteration's `backward()`
+The field's graph is built once, when the object is set up. The first iteration's `backward()`
 frees it, the second raises "Trying to backward through the graph a second time". Even with
 `retain_graph=True` the value never follows the optimizer's updates. A parameter created inside
 the expression (`torch.exp(nn.Parameter(...))`) is worse: the object never registers it, so no
@@ -68,15 +72,15 @@ PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 class GraphStoredAtSetup(Rule):
     code = "GF110"
     name = "graph-stored-at-setup"
-    summary = "A graph stored on an object by __init__ is backpropagated through by every training iteration"
+    summary = "A graph stored on an object by its setup is backpropagated through by every training iteration"
     fix_safety = "unsafe"
-    also_needs = b"def __init__"  # with a backward call (or a step function's import): the loop it trains in
+    also_needs = b"def __init__"  # a class, with a backward call (or a step function's import): the loop it trains in
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for found in walked_setup_graphs(ctx):
             stmt = found.store.stmt
             message = (
-                f"`{ctx.text(stmt)}` builds a graph once, when the object is made, and the loop at line "
+                f"`{ctx.text(stmt)}` builds a graph once, when the object is set up, and the loop at line "
                 f"{found.loop.lineno} backpropagates through it in every iteration: the first backward frees it, "
                 f"the second fails"
             )

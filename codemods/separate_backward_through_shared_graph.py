@@ -128,10 +128,10 @@ class SeparateBackwardThroughSharedGraph(Rule):
                 if later is None:
                     continue
                 partner, origins = later
+                if _gan_step(ctx, scope, call, partner):
+                    continue
                 if call.kind == "call" or partner.kind == "call":
                     yield _across_calls(self, ctx, scope, call, partner, origins)
-                    continue
-                if _gan_step(ctx, scope, call, partner):
                     continue
                 chain = mergeable_chain(ctx, scope, call, calls[index + 1 :])
                 if chain:

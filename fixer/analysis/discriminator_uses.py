@@ -35,9 +35,12 @@ from fixer.context import FileContext
 READING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)
 
 
-def helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[Use]:
+def helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[tuple[Use, bool, ast.stmt]]:
     """Discriminator uses where a step runs in a helper: ``train_discriminator(real, fake)`` or
-    ``self.backward_D()`` followed by a generator step (a helper or inline) through the same fake."""
+    ``self.backward_D()`` followed by a generator step (a helper or inline) through the same fake
+    (False), or following a generator step that already backpropagated it and stepped (True:
+    ``self.backward_G()`` first, its backward freed the generator's graph); with the statement of
+    ``scope`` that runs the discriminator step."""
     events = backward_events(ctx, scope)
     if len(events) < 2:
         return
@@ -49,21 +52,31 @@ def helper_discriminator_uses(ctx: FileContext, scope: Scope) -> Iterator[Use]:
                 continue
             if innermost_loop(ctx, second.stmt, scope.node) is not loop or not runs_after_in_same_pass(ctx, scope, first.stmt, second.stmt):
                 continue
-            step_d = first.step or next((s.owner for s in steps if _between(s.node, first.stmt, second.stmt)), None)
-            step_g = second.step or next(
+            step_1 = first.step or next((s.owner for s in steps if _between(s.node, first.stmt, second.stmt)), None)
+            step_2 = second.step or next(
                 (s.owner for s in steps if _after(s.node, second.stmt) and innermost_loop(ctx, s.node, scope.node) is loop), None
             )
-            if step_d is None or step_g is None or step_d == step_g:
+            if step_1 is None or step_2 is None or step_1 == step_2:
                 continue
-            for d in first.uses:
-                for g in second.uses:
-                    if g.callee != d.callee or g.use is d.use:
-                        continue
-                    for key in sorted(d.keys & g.keys):
-                        made_by = caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, (first.helper, second.helper))
-                        if made_by and roles_hold(ctx, d.callee, made_by, step_d, step_g):
-                            yield d.use
-                            break
+            frees = all(first.backward.keyword(flag) is None for flag in ("create_graph", "retain_graph"))
+            orders = [(first, second, step_1, step_2, False)] + ([(second, first, step_2, step_1, True)] if frees else [])
+            for d_step, g_step, step_d, step_g, generator_first in orders:
+                for d in d_step.uses:
+                    if any(_same_fake(ctx, scope, graph, d, g, (first, second), step_d, step_g) for g in g_step.uses):
+                        yield d.use, generator_first, d_step.stmt
+
+
+def _same_fake(ctx: FileContext, scope: Scope, graph: GraphFacts, d, g, events, step_d: str, step_g: str) -> bool:
+    """The discriminator step's use ``d`` and the generator step's ``g`` apply one callable to a
+    fake both read, made by a module the generator step's optimizer trains."""
+    if g.callee != d.callee or g.use is d.use:
+        return False
+    first, second = events
+    for key in sorted(d.keys & g.keys):
+        made_by = caller_fake(ctx, scope, graph, key, first.stmt, second.stmt, (first.helper, second.helper))
+        if made_by and roles_hold(ctx, d.callee, made_by, step_d, step_g):
+            return True
+    return False
 
 
 def discriminator_steps_after_generator(

@@ -40,6 +40,9 @@ from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 
 
+RETURNED = "return"  # a key for what a helper returns (a keyword: never a parameter's name)
+
+
 @dataclass(frozen=True)
 class MappedUse:
     """A use reaching a backward, with its callable and inputs named as the caller sees them."""
@@ -95,17 +98,16 @@ def may_step_in_helpers(ctx: FileContext) -> bool:
 
 
 def _backward_helper_names(ctx: FileContext) -> frozenset[str]:
-    """Names of the file's functions and methods whose text calls backward (the cheap gate: text
-    only, no walk; ``def backward(`` of an autograd Function does not count)."""
+    """Names of the file's functions and methods whose text calls backward, or calls one of those
+    (the cheap gate: text only, no walk; ``def backward(`` of an autograd Function does not count)."""
 
     def compute() -> frozenset[str]:
-        found = set()
-        for scope in scopes(ctx):
-            if not isinstance(scope.node, ast.Module):
-                text = text_of(ctx, scope.node)
-                if text.count("backward(") > text.count("def backward("):
-                    found.add(scope.node.name)
-        return frozenset(found)
+        functions = [(s.node.name, text_of(ctx, s.node)) for s in scopes(ctx) if not isinstance(s.node, ast.Module)]
+        found = {name for name, text in functions if text.count("backward(") > text.count("def backward(")}
+        if not found:
+            return frozenset()
+        calling = re.compile(rf"(?:(?<![.\w])|\bself\.)(?:{'|'.join(map(re.escape, sorted(found)))})\s*\(")
+        return frozenset(found | {name for name, text in functions if calling.search(text)})  # one level of nesting
 
     return ctx.memo("gan_backward_helpers", compute)
 
@@ -124,17 +126,17 @@ def _mentions_call(ctx: FileContext, scope: Scope, names: frozenset[str]) -> boo
     return pattern.search(text_of(ctx, scope.node)) is not None
 
 
-def _helper_events(ctx: FileContext, scope: Scope, call: ast.Call, helper: Scope) -> list[Event]:
+def _helper_events(ctx: FileContext, scope: Scope, call: ast.Call, helper: Scope, nested: bool = True) -> list[Event]:
     names = argument_names(scope, call, helper)
     if names is None:
         return []
     stmt = ctx.statement_of(call)
     events = []
-    for inner in _helper_backwards(ctx, helper):
+    for inner in _helper_backwards(ctx, helper, nested):
         uses = []
         for mapped in inner.uses:
             callee = _translate(mapped.callee, names)
-            keys = frozenset(k for k in (_translate(key, names) for key in mapped.keys) if k is not None)
+            keys = frozenset(k for k in (_translate(key, names, stmt) for key in mapped.keys) if k is not None)
             if callee is not None and keys:
                 uses.append(MappedUse(mapped.use, helper, callee, keys))
         step = _translate(inner.step, names) if inner.step else None
@@ -143,9 +145,11 @@ def _helper_events(ctx: FileContext, scope: Scope, call: ast.Call, helper: Scope
     return events
 
 
-def _helper_backwards(ctx: FileContext, helper: Scope) -> list[Event]:
+def _helper_backwards(ctx: FileContext, helper: Scope, nested: bool = True) -> list[Event]:
     """Backward calls that always run in the helper, with the uses reaching them named by the
-    helper's inputs (its parameters and ``self`` attributes it does not assign)."""
+    helper's inputs (its parameters and ``self`` attributes it does not assign); with ``nested``,
+    also those of the helpers it always calls (``backward_D_A`` calling ``backward_D_basic(netD,
+    real, fake)``), one level deep."""
 
     def compute() -> list[Event]:
         graph = facts(ctx, helper)
@@ -157,7 +161,7 @@ def _helper_backwards(ctx: FileContext, helper: Scope) -> list[Event]:
             uses = []
             for use in callable_uses(ctx, helper, graph):
                 if before_or_at(use.stmt, stmt) and flows_to(ctx, graph, helper, use, call):
-                    keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3)
+                    keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3) | _returned_as(helper, use.key)
                     if keys:
                         uses.append(MappedUse(use, helper, use.callee, frozenset(keys)))
             if not uses:
@@ -165,9 +169,31 @@ def _helper_backwards(ctx: FileContext, helper: Scope) -> list[Event]:
             steps = optimizer_steps(ctx, helper) if "step(" in text_of(ctx, helper.node) else []
             step = next((s.owner for s in steps if after(s.node, stmt) and ctx.parent(ctx.statement_of(s.node)) is helper.node), None)
             found.append(Event(stmt, call, None, uses, step))
-        return found
+        return found + (_nested_backwards(ctx, helper, graph) if nested else [])
 
-    return ctx.memo(("gan_helper_backwards", id(helper.node)), compute)
+    return ctx.memo(("gan_helper_backwards", id(helper.node), nested), compute)
+
+
+def _nested_backwards(ctx: FileContext, helper: Scope, graph: GraphFacts) -> list[Event]:
+    """The events of the helpers ``helper`` calls in its own body, their uses named by its inputs."""
+    found = []
+    names = _backward_helper_names(ctx)
+    for node in scope_nodes(helper):
+        if not isinstance(node, ast.Call) or (dotted(node.func) or "").rpartition(".")[2] not in names:
+            continue
+        stmt = ctx.statement_of(node)
+        inner = called_function(ctx, helper, node.func, imported=False)
+        if inner is None or inner.node is helper.node or ctx.parent(stmt) is not helper.node or under_no_grad(ctx, node):
+            continue
+        for event in _helper_events(ctx, helper, node, inner, nested=False):
+            uses = []
+            for mapped in event.uses:
+                keys = {k for key in mapped.keys for k in _inputs(ctx, helper, graph, ast.parse(key, mode="eval").body, stmt, 3)}
+                if keys:
+                    uses.append(MappedUse(mapped.use, mapped.scope, mapped.callee, frozenset(keys)))
+            if uses:
+                found.append(Event(stmt, event.backward, None, uses, event.step))
+    return found
 
 
 def _inputs(ctx: FileContext, helper: Scope, graph: GraphFacts, expr: ast.expr, at: ast.AST, depth: int) -> set[str]:
@@ -190,11 +216,38 @@ def _inputs(ctx: FileContext, helper: Scope, graph: GraphFacts, expr: ast.expr, 
     return found
 
 
+def _bound_to_result(stmt: ast.stmt, key: str) -> Optional[str]:
+    """The name ``stmt`` (``fake, loss = helper(...)``) binds to the returned value ``key`` names."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.value, ast.Call):
+        return None
+    index, target = key.partition(":")[2], stmt.targets[0]
+    if not index:
+        return dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+    if isinstance(target, ast.Tuple) and int(index) < len(target.elts) and not isinstance(target.elts[int(index)], ast.Starred):
+        return dotted(target.elts[int(index)])
+    return None
+
+
 def _flowing_dotted(ctx: FileContext, expr: ast.expr) -> list[ast.expr]:
     return [n for n in flowing_nodes(ctx, expr) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)]
 
 
-def _translate(name: str, names: dict[str, Optional[str]]) -> Optional[str]:
+def _returned_as(helper: Scope, key: str) -> set[str]:
+    """``{RETURNED}`` or ``{RETURNED + ":i"}`` when every return of the helper gives back its local
+    ``key`` (whole, or as element ``i`` of a tuple): the caller names it where it binds the result."""
+    places = set()
+    for ret in (n for n in scope_nodes(helper) if isinstance(n, ast.Return)):
+        value = ret.value
+        if isinstance(value, ast.Tuple):
+            places.add(next((f"{RETURNED}:{i}" for i, e in enumerate(value.elts) if dotted(e) == key), None))
+        else:
+            places.add(RETURNED if value is not None and dotted(value) == key else None)
+    return places if len(places) == 1 and None not in places else set()
+
+
+def _translate(name: str, names: dict[str, Optional[str]], stmt: Optional[ast.stmt] = None) -> Optional[str]:
+    if name.startswith(RETURNED):  # the caller's name for what the helper returned
+        return _bound_to_result(stmt, name) if stmt is not None else None
     head, dot, rest = name.partition(".")
     if head in names:
         base = names[head]

@@ -19,11 +19,12 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
-from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PARAMETER, GraphFacts
+from fixer.analysis.callees import called_function
+from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PARAMETER, GraphFacts, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import is_self_attribute
+from fixer.analysis.scopes import is_self_attribute, scope_nodes
 from fixer.analysis.shared_graph import ZERO_GRADIENT_METHODS, reaching
 from fixer.context import FileContext
 
@@ -50,7 +51,9 @@ def producers(ctx: FileContext, graph: GraphFacts, expr: Optional[ast.expr], at:
     if isinstance(expr, ast.UnaryOp):
         return frozenset() if isinstance(expr.op, ast.Not) else producers(ctx, graph, expr.operand, at, depth)
     if isinstance(expr, ast.Subscript):
-        return producers(ctx, graph, expr.value, at, depth)
+        index = expr.slice.value if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int) else None
+        returned = _returned_producers(ctx, graph, expr.value, index, depth) if index is not None else None
+        return returned if returned is not None else producers(ctx, graph, expr.value, at, depth)
     if isinstance(expr, (ast.Starred, ast.NamedExpr)):
         return producers(ctx, graph, expr.value, at, depth)
     if isinstance(expr, ast.BinOp):
@@ -79,10 +82,35 @@ def _call_producers(ctx: FileContext, graph: GraphFacts, call: ast.Call, at: ast
         return frozenset()  # a new tensor: data, or a leaf no module made
     if qualified_name.startswith("torch."):
         return _union(ctx, graph, inputs, at, depth)  # ``torch.cat([G(z), x])``
+    returned = _returned_producers(ctx, graph, call, None, depth)
+    if returned is not None:
+        return returned
     if isinstance(func, ast.Attribute):
         receiver = producers(ctx, graph, func.value, at, depth)  # a tensor method keeps its receiver's kind
         return receiver | _union(ctx, graph, inputs, at, depth) if receiver else frozenset()
     return frozenset()  # a function we cannot see into: unknown, so no evidence
+
+
+def _returned_producers(ctx: FileContext, graph: GraphFacts, call: ast.expr, index: Optional[int], depth: int) -> Optional[frozenset[str]]:
+    """The modules that built what a method of the caller's own class returns (element ``index`` of
+    its tuples), named as the caller names them (``fake, loss = self.d_step(real)`` with ``d_step``
+    returning ``self.G(z)``'s value); None when the call is no such method."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or dotted(call.func.value) != graph.scope.self_name:
+        return None
+    method = called_function(ctx, graph.scope, call.func, imported=False)
+    if method is None or method.class_node is not graph.scope.class_node or not method.self_name or method.node is graph.scope.node:
+        return None
+    inner = facts(ctx, method)
+    found: set[str] = set()
+    for ret in (n for n in scope_nodes(method) if isinstance(n, ast.Return) and n.value is not None):
+        value = ret.value
+        if index is not None:
+            if not isinstance(value, ast.Tuple) or index >= len(value.elts):
+                return None
+            value = value.elts[index]
+        own = producers(ctx, inner, value, ret, depth - 1)
+        found |= {graph.scope.self_name + m[len(method.self_name):] for m in own if m.startswith(method.self_name + ".")}
+    return frozenset(found)
 
 
 def _is_module(ctx: FileContext, graph: GraphFacts, func: ast.expr) -> bool:

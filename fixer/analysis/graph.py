@@ -23,6 +23,7 @@ from fixer.analysis.held_values import held_name
 from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.parameter_collections import PARAMETER as A_PARAMETER, loop_element
 from fixer.analysis.placed import Placed
 from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes
 from fixer.context import FileContext
@@ -190,7 +191,7 @@ class GraphFacts:
         seen.add(key)
         defs = self.reaching(name, at)
         if defs:
-            result = _max(self.kind(value, stmt, seen) for stmt, value in defs)
+            result = _max(self._kind_of_definition(name, stmt, value, seen) for stmt, value in defs)
         else:
             result = self.bound.get(name, Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE)
         if result == Kind.UNKNOWN and name in self.backwarded:
@@ -201,6 +202,15 @@ class GraphFacts:
             self._name_kinds[key] = result
         self._query_kinds[key] = result  # ... the others hold for the rest of this question
         return result
+
+    def _kind_of_definition(self, name: str, stmt: ast.AST, value: Optional[ast.expr], seen: set) -> Kind:
+        if value is None and isinstance(stmt, (ast.For, ast.AsyncFor)) and "parameters(" in self.ctx.source:
+            return Kind.LEAF if self._loops_over_parameters(stmt, name) else Kind.NONE  # else: batches, no graph
+        return self.kind(value, stmt, seen)
+
+    def _loops_over_parameters(self, loop: ast.AST, name: str) -> bool:
+        key = ("loop_element", id(loop), name)
+        return self.ctx.memo(key, lambda: loop_element(self.ctx, self.scope, loop, name) == A_PARAMETER)
 
     def _parameters(self) -> set[str]:
         node = self.scope.node

@@ -1,7 +1,7 @@
 """Graphs built once when an object is set up and walked by every training iteration.
 
-A *setup graph* is a field an object's ``__init__`` stores exactly once, unconditionally and with
-gradient recording on, whose value is a graph that saved tensors from a leaf that requires grad
+A *setup graph* is a field an object's setup (``__init__``, or a method that runs once:
+``run_once``) stores exactly once, unconditionally and with gradient recording on, whose value is a graph that saved tensors from a leaf that requires grad
 (``self.scale = torch.exp(nn.Parameter(torch.zeros(1)))``, ``self.gram = self.w @ self.w.t()``),
 and that nothing else assigns: no other statement of the class, no ``obj.<field> = ...`` anywhere
 in the file. It lives as long as the object, so its graph is built once.
@@ -20,12 +20,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import Write, attribute_writes
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.loop_reach import Field, iteration_backwards, read_fields, stored_from_outside
 from fixer.analysis.init_graphs import init_graphs
-from fixer.analysis.scopes import Scope, scopes, statement_index
+from fixer.analysis.run_once import runs_once
+from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
 from fixer.analysis.shared_graph import saves_tensors
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -41,13 +43,13 @@ class WalkedSetupGraph:
 
 
 def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
-    """The class's setup graphs: attribute -> its one store in ``__init__``."""
+    """The class's setup graphs: attribute -> its one store in a setup method."""
 
     def compute() -> dict[str, Write]:
         found = {}
         for attr, writes in attribute_writes(ctx, cls).items():
             write = writes[0]
-            if len(writes) != 1 or write.method.node.name != "__init__" or not write.every_call or write.no_grad:
+            if len(writes) != 1 or not write.every_call or write.no_grad or not runs_once(ctx, write.method):
                 continue
             if not isinstance(write.stmt, ast.Assign) or len(write.stmt.targets) != 1 or attr in stored_from_outside(ctx):
                 continue
@@ -88,7 +90,31 @@ def _read_by_their_step_method(ctx: FileContext) -> set[int]:
 
 
 def _built_from_trainable_leaf(ctx: FileContext, init: Scope, stmt: ast.Assign) -> bool:
-    graph = facts(ctx, init)
-    if graph.kind(stmt.value, stmt) != Kind.GRAPH or not saves_tensors(ctx, init, stmt.value):
+    """The stored value is a graph that saved tensors, built from a leaf that requires grad here or
+    in the function of the file it calls (``self.reg = self.regularization()``, whose returned
+    value is built so)."""
+    if facts(ctx, init).kind(stmt.value, stmt) != Kind.GRAPH:
         return False
-    return any(isinstance(n, ast.expr) and graph.kind(n, stmt) == Kind.LEAF for n in walk(stmt.value))
+    if _saves_from_leaf(ctx, init, stmt.value, stmt):
+        return True
+    callee = called_function(ctx, init, stmt.value.func) if isinstance(stmt.value, ast.Call) else None
+    return callee is not None and any(_saves_from_leaf(callee.ctx or ctx, callee, v, at) for v, at in _returned(ctx, callee))
+
+
+def _saves_from_leaf(ctx: FileContext, scope: Scope, value: ast.expr, at: ast.AST) -> bool:
+    graph = facts(ctx, scope)
+    if graph.kind(value, at) != Kind.GRAPH or not saves_tensors(ctx, scope, value):
+        return False
+    return any(isinstance(n, ast.expr) and graph.kind(n, at) == Kind.LEAF for n in walk(value))
+
+
+def _returned(ctx: FileContext, callee: Scope) -> list[tuple[ast.expr, ast.AST]]:
+    """(value, where) for what the function returns: a returned name by its reaching assignments."""
+    graph = facts(callee.ctx or ctx, callee)
+    found: list[tuple[ast.expr, ast.AST]] = []
+    for ret in (n for n in scope_nodes(callee) if isinstance(n, ast.Return) and n.value is not None):
+        if isinstance(ret.value, ast.Name):
+            found += [(value, stmt) for stmt, value in graph.reaching(ret.value.id, ret) if value is not None]
+        else:
+            found.append((ret.value, ret))
+    return found

@@ -22,13 +22,15 @@ from fixer.analysis.scopes import Scope, scopes
 from fixer.context import FileContext
 
 IN_HELPER = "in helper"
+IN_HELPER_AFTER = "in helper, after the generator step"
 NEEDS_AGAIN = "needs again"
 ALREADY_USED = "already backpropagated and stepped"
 REUSED = "reused output"
 
 
 class UndetachedFake(NamedTuple):
-    """``how``: IN_HELPER (``use`` in a helper's discriminator step), NEEDS_AGAIN (``use``; the
+    """``how``: IN_HELPER (``use`` in a helper's discriminator step; IN_HELPER_AFTER when the
+    generator step ran first and already freed the graph), NEEDS_AGAIN (``use``; the
     generator step after ``call`` needs the graph again), ALREADY_USED (``reads``; the generator
     step ``call`` already backpropagated it), REUSED (``use`` = ``out = D(fake)`` that ``call``
     backpropagated, read again at ``reads``). ``reads[0]`` is where GF103 reports."""
@@ -39,6 +41,7 @@ class UndetachedFake(NamedTuple):
     use: Optional[Use] = None
     call: Optional[BackwardCall] = None
     calls: Sequence[BackwardCall] = ()
+    step: Optional[ast.stmt] = None  # IN_HELPER*: the statement of ``scope`` that runs the helper's step
 
 
 def undetached_fakes(ctx: FileContext) -> Iterator[UndetachedFake]:
@@ -46,10 +49,10 @@ def undetached_fakes(ctx: FileContext) -> Iterator[UndetachedFake]:
     reported: set[int] = set()
     helpers = may_step_in_helpers(ctx)
     for scope in scopes(ctx):
-        for use in helper_discriminator_uses(ctx, scope) if helpers else ():
+        for use, generator_first, step in helper_discriminator_uses(ctx, scope) if helpers else ():
             if id(use.arg) not in reported:
                 reported.add(id(use.arg))
-                yield UndetachedFake(IN_HELPER, scope, [use.arg], use)
+                yield UndetachedFake(IN_HELPER_AFTER if generator_first else IN_HELPER, scope, [use.arg], use, step=step)
         found = gan_backwards(ctx, scope)
         if found is None:
             continue
@@ -70,5 +73,10 @@ def undetached_fakes(ctx: FileContext) -> Iterator[UndetachedFake]:
 
 
 def undetached_fake_lines(ctx: FileContext) -> set[int]:
-    """The lines GF103 reports (its diagnostics start at ``reads[0]``), computed once per file."""
-    return ctx.memo("gf103_lines", lambda: {found.reads[0].lineno for found in undetached_fakes(ctx)})
+    """The lines GF103 reports (its diagnostics start at ``reads[0]``), and those of the calls that
+    run a helper's discriminator step it reports, computed once per file."""
+    def compute() -> set[int]:
+        found = list(undetached_fakes(ctx))
+        return {f.reads[0].lineno for f in found} | {f.step.lineno for f in found if f.step is not None}
+
+    return ctx.memo("gf103_lines", compute)
