@@ -20,6 +20,7 @@ pytest.importorskip("torch", reason="graphfix run executes the programs, which n
 from fixer.apply import apply_edits
 from fixer.context import FileContext
 from fixer.edits.statements import wrap_in
+from fixer.runtime.fill_site import handed_fill
 from fixer.runtime.flows import Flows
 from fixer.runtime.launcher import Outcome
 from fixer.runtime.repair.cuts import MARK, cut_verdict
@@ -45,6 +46,7 @@ REPAIRED = {
     "validation_sum_kept": ("GF301", "store a number at line"),
     "baseline_filled_once": ("GF102", "store detached at line 30"),  # blind4 003's shape
     "features_filled_once": ("GF102", "recompute `batch.feats` before line"),  # its look-alike: the cut is refused
+    "state_fields_set_by_a_helper": ("GF101", "detach `self.carry.hidden`, `self.carry.cell` after line 26 binds them"),  # blind4 002's shape
 }
 REFUSED = "encoder_cached_once"
 
@@ -267,6 +269,31 @@ def test_a_cut_of_a_value_built_before_the_loop_spares_what_fresh_graphs_train()
         "it cuts the gradient that the backward at t:9 sends through the cut value to 1 parameter(s) an optimizer steps with it (E)"
     )
     assert "to 2 parameter(s)" in cut_verdict({}, probe, {})
+
+
+HANDED = """\
+class Model:
+    def keep(self, pair):
+        self.state.h, self.state.c = pair
+
+    def count(self, n):
+        self.stats.seen = n
+
+    def step(self, x):
+        out, pair = self.net(x)
+        self.count(len(x))
+        self.keep(pair)
+"""
+
+
+def test_the_fill_is_found_in_the_method_the_built_value_is_handed_to(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(HANDED, encoding="utf-8")
+    code = next(c for c in compile(HANDED, str(path), "exec").co_consts if hasattr(c, "co_consts")).co_consts
+    step = next(c for c in code if getattr(c, "co_name", "") == "step")
+    assert handed_fill("self.state.c", step, 9) == (3, True)
+    assert handed_fill("self.stats.seen", step, 9) is None  # count is handed no value the line built
+    assert handed_fill("pair", step, 9) is None  # a plain name: the callee's own local
 
 
 def test_a_detach_where_a_buffer_is_stored_needs_no_probe(tmp_path: Path) -> None:
