@@ -263,6 +263,17 @@ def test_builders_reset_the_gradients_a_step_keeps_using(tmp_path: Path) -> None
     assert found == [("reset the gradients after the step at line 3", "<same>    self.opt.zero_grad()\n")]
 
 
+def test_builders_reset_the_gradients_in_the_method_the_loop_calls_to_step(tmp_path: Path) -> None:
+    text = "class A:\n    def update(self, x):\n        self.net(x).sum().backward()\n        self.opt.step()\n\n    def fit(self, xs):\n        for x in xs:\n            self.update(x)\n"
+    pieces = (Piece("accumulated by", "", 3, 1, ""), Piece("accumulated again", "", 3, 2, ""), Piece("stepped", "", 8, 2, ""))
+    found = _titles(tmp_path, text, Finding("GF203", "", "", 8, 0, "", pieces))
+    zero = "        self.opt.zero_grad()\n"
+    assert found == [
+        ("reset the gradients before the backward at line 3", text.replace("        self.net", zero + "        self.net")),
+        ("reset the gradients after the step at line 4", text.replace("step()\n", "step()\n" + zero)),
+    ]
+
+
 def test_a_cut_of_a_value_built_before_the_loop_spares_what_fresh_graphs_train() -> None:
     probe = _summary(through=(("t:9", ("V", "E")),), used=(("t:9", ("V", "E", "P")),), beside=(("t:9", ("V", "P")),))
     assert cut_verdict({}, probe, {}, reused=True) == (
