@@ -47,6 +47,7 @@ REPAIRED = {
     "baseline_filled_once": ("GF102", "store detached at line 30"),  # blind4 003's shape
     "features_filled_once": ("GF102", "recompute `batch.feats` before line"),  # its look-alike: the cut is refused
     "state_fields_set_by_a_helper": ("GF101", "detach `self.carry.hidden`, `self.carry.cell` after line 26 binds them"),  # blind4 002's shape
+    "outputs_handed_to_hooks": ("GF301", "hand `outputs` on as numbers at line 31"),  # blind4 007's shape: the store is in hooks/
 }
 REFUSED = "encoder_cached_once"
 

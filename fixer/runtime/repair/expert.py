@@ -19,7 +19,7 @@ from fixer.runtime.repair.candidate import Candidate, context, pieces, statement
 from fixer.runtime.repair.losses import fresh_value, sum_losses
 from fixer.runtime.repair.protocol import move_zero_grad, zero_after_step
 from fixer.runtime.repair.stores import store_repairs
-from fixer.runtime.repair.uses import detach_inputs, recompute_before_use
+from fixer.runtime.repair.uses import detach_inputs, handed_on, recompute_before_use
 
 
 def candidates(finding: Finding) -> list[Candidate]:
@@ -64,6 +64,7 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
         yield from zero_after_step(finding)
     if code == "GF301":
         yield from chain.from_iterable(store_repairs(finding, p, ("item", "detach")) for p in stored)
+        yield from chain.from_iterable(handed_on(finding, p, m) for m in ("item", "detach") for p in stored)
     if code in _BUILT:
         yield from chain.from_iterable(no_grad_at_build(finding, b) for b in built if b not in once)
 
