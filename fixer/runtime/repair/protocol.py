@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 from fixer.edits.statements import insert_after, insert_before, move_edits
 from fixer.nodes import walk
 from fixer.runtime.fill_site import callees
-from fixer.runtime.report import Finding, Piece
+from fixer.runtime.report import Finding
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, pieces, statement_at
 
 
