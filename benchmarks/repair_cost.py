@@ -53,6 +53,9 @@ def measure(program: Path) -> tuple[float, float, int, str]:
     try:
         path = Path(folder) / program.name
         shutil.copyfile(program, path)
+        for package in program.parent.iterdir():  # the packages a program imports (outputs_handed_to_hooks: hooks/)
+            if package.is_dir() and (package / "__init__.py").is_file():
+                shutil.copytree(package, Path(folder) / package.name)
         fixed_copy = Path(folder) / f"plain-{program.name}"
         shutil.copyfile(program, fixed_copy)
         plain, _, _ = _timed([sys.executable, fixed_copy.name], folder)

@@ -41,10 +41,6 @@ KNOWN_GAPS: dict[str, str] = {
     )},
     "loss_accumulated_with_graph/trainer_metric_lists": _NOT_SEEN,
     "fake_not_detached_for_discriminator/retain_graph_band_aid": _NOT_SEEN.replace("WATCHED_GAPS", "SILENT_GAPS"),
-    "missing_zero_grad/critic_method_beside_actor_zero_grad": (
-        "diagnosed at the loop's call of the stepping method, not at the step inside it: the repair of GF203 places "
-        "zero_grad beside the step it is given, so it writes no edit"
-    ),
 }
 CASES = [c for c in discover() if c.rule_module in RULES + WATCHED and c.before]
 SEEDS = sorted((ROOT / "examples").glob("seed*.py"))

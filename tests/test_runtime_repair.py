@@ -20,6 +20,7 @@ pytest.importorskip("torch", reason="graphfix run executes the programs, which n
 from fixer.apply import apply_edits
 from fixer.context import FileContext
 from fixer.edits.statements import wrap_in
+from fixer.runtime.fill_site import handed_fill
 from fixer.runtime.flows import Flows
 from fixer.runtime.launcher import Outcome
 from fixer.runtime.repair.cuts import MARK, cut_verdict
@@ -43,6 +44,10 @@ REPAIRED = {
     "score_reused_after_critic_step": ("GF103", "recompute `fake_score` before line"),  # blind3 007's shape
     "labels_from_a_fixed_network": ("GF102", "build `labels` under torch.no_grad()"),  # blind3 002's shape
     "validation_sum_kept": ("GF301", "store a number at line"),
+    "baseline_filled_once": ("GF102", "store detached at line 30"),  # blind4 003's shape
+    "features_filled_once": ("GF102", "recompute `batch.feats` before line"),  # its look-alike: the cut is refused
+    "state_fields_set_by_a_helper": ("GF101", "detach `self.carry.hidden`, `self.carry.cell` after line 26 binds them"),  # blind4 002's shape
+    "outputs_handed_to_hooks": ("GF301", "hand `outputs` on as numbers at line 31"),  # blind4 007's shape: the store is in hooks/
 }
 REFUSED = "encoder_cached_once"
 
@@ -79,6 +84,13 @@ def test_a_cut_that_takes_the_adversarial_gradient_away_is_refused(fixed: dict) 
     what = fixed["score_reused_after_critic_step"].what
     assert "tried detach `fake_score` where line 31 hands it on: refused: it cuts the gradient that the backward at " in what, what
     assert "score_reused_after_critic_step.py:32 sends through the cut value to 4 parameter(s) an optimizer steps with it" in what
+
+
+def test_a_value_built_before_the_loop_is_cut_unless_its_gradient_is_the_only_one(fixed: dict) -> None:
+    """The baselines' value network has its own loss: the cut is kept, not the recompute (which
+    would train it through the policy's loss at every epoch); the features' encoder has none."""
+    assert "recompute" not in fixed["baseline_filled_once"].what
+    assert "tried store detached at line 27: refused: 2 parameter(s) trained by the first run get no gradient now" in fixed["features_filled_once"].what
 
 
 def test_labels_with_noise_are_never_recomputed(fixed: dict) -> None:
@@ -250,6 +262,50 @@ def test_builders_reset_the_gradients_a_step_keeps_using(tmp_path: Path) -> None
     text = "for x in xs:\n    f(x).backward()\n    self.opt.step()\n"
     found = _titles(tmp_path, text, Finding("GF203", "", "", 3, 0, "", (Piece("stepped", "", 3, 2, ""),)))
     assert found == [("reset the gradients after the step at line 3", "<same>    self.opt.zero_grad()\n")]
+
+
+def test_builders_reset_the_gradients_in_the_method_the_loop_calls_to_step(tmp_path: Path) -> None:
+    text = "class A:\n    def update(self, x):\n        self.net(x).sum().backward()\n        self.opt.step()\n\n    def fit(self, xs):\n        for x in xs:\n            self.update(x)\n"
+    pieces = (Piece("accumulated by", "", 3, 1, ""), Piece("accumulated again", "", 3, 2, ""), Piece("stepped", "", 8, 2, ""))
+    found = _titles(tmp_path, text, Finding("GF203", "", "", 8, 0, "", pieces))
+    zero = "        self.opt.zero_grad()\n"
+    assert found == [
+        ("reset the gradients before the backward at line 3", text.replace("        self.net", zero + "        self.net")),
+        ("reset the gradients after the step at line 4", text.replace("step()\n", "step()\n" + zero)),
+    ]
+
+
+def test_a_cut_of_a_value_built_before_the_loop_spares_what_fresh_graphs_train() -> None:
+    probe = _summary(through=(("t:9", ("V", "E")),), used=(("t:9", ("V", "E", "P")),), beside=(("t:9", ("V", "P")),))
+    assert cut_verdict({}, probe, {}, reused=True) == (
+        "it cuts the gradient that the backward at t:9 sends through the cut value to 1 parameter(s) an optimizer steps with it (E)"
+    )
+    assert "to 2 parameter(s)" in cut_verdict({}, probe, {})
+
+
+HANDED = """\
+class Model:
+    def keep(self, pair):
+        self.state.h, self.state.c = pair
+
+    def count(self, n):
+        self.stats.seen = n
+
+    def step(self, x):
+        out, pair = self.net(x)
+        self.count(len(x))
+        self.keep(pair)
+"""
+
+
+def test_the_fill_is_found_in_the_method_the_built_value_is_handed_to(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(HANDED, encoding="utf-8")
+    code = next(c for c in compile(HANDED, str(path), "exec").co_consts if hasattr(c, "co_consts")).co_consts
+    step = next(c for c in code if getattr(c, "co_name", "") == "step")
+    assert handed_fill("self.state.c", step, 9) == (3, True)
+    assert handed_fill("self.stats.seen", step, 9) is None  # count is handed no value the line built
+    assert handed_fill("pair", step, 9) is None  # a plain name: the callee's own local
 
 
 def test_a_detach_where_a_buffer_is_stored_needs_no_probe(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ away a gradient the program trains with, however many other gradients the same p
   fresh view, nothing else changes), for each backward line that walked through the marked
   value, the parameters its graph reaches below the mark, through nodes of the backward's own
   iteration (a value carried from an earlier iteration, whose graph that iteration's backward
-  freed, reaches nothing: the very path a truncation cuts).
+  freed, reaches nothing: the very path a truncation cuts);
+- **beside**: in a probe run, for each backward line that walked through the marked value, the
+  parameters its graph reaches other than through it (fresh graphs of its own iteration).
 
 A cut is refused when some backward line walked through it to a parameter in that line's
 ``used`` (fixer.runtime.repair.trial)."""
@@ -54,6 +56,7 @@ class Flows:
         self._reset: dict[int, int] = {}  # id(parameter) -> the event count at its last reset
         self.used: dict[str, set[str]] = {}
         self.through: dict[str, set[str]] = {}
+        self.beside: dict[str, set[str]] = {}
 
     def backward(self, site: str, unset: list[Any]) -> None:
         """A backward at ``site`` is about to run; ``unset``: the parameters it reaches whose
@@ -85,6 +88,9 @@ class Flows:
 
     def walked(self, site: str, reached: set[str]) -> None:
         self.through.setdefault(site, set()).update(reached)
+
+    def walked_beside(self, site: str, reached: set[str]) -> None:
+        self.beside.setdefault(site, set()).update(reached)
 
 
 def as_map(pairs: Any) -> dict[str, set[str]]:

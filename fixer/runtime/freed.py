@@ -25,7 +25,7 @@ from types import CodeType
 from typing import Any, Optional
 
 from fixer.runtime import graphwalk
-from fixer.runtime.fill_site import fill_line, loop_line
+from fixer.runtime.fill_site import fill_line, handed_fill, loop_line
 from fixer.runtime.holders import Holder, holders, optimizers
 from fixer.runtime.recorder import Call, NodeRecord, Recorder
 from fixer.runtime.report import Finding, Piece, nth
@@ -140,7 +140,7 @@ def classify(recorder: Recorder, failing: Call, path: list, freeing: Call, role:
     held = f"`{holder.name}`" if holder else "a value"
     if stored is not None:
         evidence.insert(1, stored[0])
-    if on_module and (stored is None or stored[1].co_varnames[:1] == ("self",)):
+    if on_module and (stored is None or stored[2]):
         message = (
             f"{held} keeps a graph across forward calls: the backward at line {freed_by.line} freed it, "
             f"the forward at line {used.line} uses it again in the {nth(used.iteration)} iteration"
@@ -280,22 +280,31 @@ def _holders_of_site(site: NodeRecord) -> list[Holder]:
     return holders(lambda t: t.grad_fn is not None and getattr(graphwalk.record(t.grad_fn), "stack", None) == site.stack)
 
 
-def _fill(holder: Holder, crossed: NodeRecord, level: int) -> Optional[tuple[Piece, Any]]:
-    """Where the holder is filled: in the frame the holder's name comes from, else in the
-    frames that built the value, innermost first (a list the loop hands to a step function that
-    appends to it under the same name)."""
+def _fill(holder: Holder, crossed: NodeRecord, level: int) -> Optional[tuple[Piece, Optional[CodeType], bool]]:
+    """(where the holder is filled, that function's code when it ran, whether it is a method): in
+    the frame the holder's name comes from, else in the frames that built the value, innermost
+    first (a list the loop hands to a step function that appends to it under the same name),
+    else in a function of the file they hand the value to."""
     frames = [crossed.stack[i] for i in range(min(level + 1, len(crossed.stack)))]
     for code, line in frames:  # the statement that built it stored it (hidden = rnn(x, hidden)): it carries the graph
         if _same_variable(holder, code) and fill_line(holder.name, code, line) == line:
-            return Piece(f"stored in {holder.name}", code.co_filename, line, None, _text(code.co_filename, line)), code
+            return Piece(f"stored in {holder.name}", code.co_filename, line, None, _text(code.co_filename, line)), code, _method(code)
     if holder.code is not None:  # the holder's own frame, wherever it is in the stack: its line received the value
         own = [(holder.code, line) for code, line in crossed.stack if code is holder.code]
         frames = (own[:1] or [(holder.code, 0)]) + frames
     for code, line in frames:
         stored = fill_line(holder.name, code, line)
         if stored is not None:
-            return Piece(f"stored in {holder.name}", code.co_filename, stored, None, _text(code.co_filename, stored)), code
+            return Piece(f"stored in {holder.name}", code.co_filename, stored, None, _text(code.co_filename, stored)), code, _method(code)
+    for code, line in frames:  # handed to a function of the file that stores it (``self._advance(hc)``)
+        handed = handed_fill(holder.name, code, line)
+        if handed is not None:
+            return Piece(f"stored in {holder.name}", code.co_filename, handed[0], None, _text(code.co_filename, handed[0])), None, handed[1]
     return None
+
+
+def _method(code: CodeType) -> bool:
+    return code.co_varnames[:1] == ("self",)
 
 
 def _same_variable(holder: Holder, code: CodeType) -> bool:

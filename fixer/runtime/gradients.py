@@ -69,16 +69,20 @@ class Gradients(Observer):
             self._held = {id(p) for m in gc.get_objects() if isinstance(m, torch.nn.Module) for p in m.parameters(recurse=False)}
         starts = self.recorder.iteration_starts
         start = starts[call.iteration - 1] if call.iteration else 0  # (positions of nodes built before this iteration)
-        reached, marks, unset = self._walk([t.grad_fn for t in tensors if t.grad_fn is not None], start)
-        self.direct |= reached
+        reached, marks, unset = self._walk([t.grad_fn for t in tensors if t.grad_fn is not None], start, beside=True)
         site = site_of(call)
+        if marks:  # (a probe run: what its graph reaches beside the cut value, and through it)
+            self.flows.walked_beside(site, reached)
+        for node in marks:
+            through, _, more = self._walk([node], start)
+            self.flows.walked(site, through)
+            reached, unset = reached | through, unset + more
+        self.direct |= reached
         self.flows.backward(site, unset)
-        for node in marks:  # (a probe run's cut value, walked by this backward)
-            self.flows.walked(site, self._walk([node], start)[0])
 
-    def _walk(self, stack: list, start: int) -> tuple[set[str], list, list]:
+    def _walk(self, stack: list, start: int, beside: bool = False) -> tuple[set[str], list, list]:
         """(the parameters reached through nodes built since ``start``, the marked nodes met,
-        the parameters reached whose ``.grad`` is None)."""
+        the parameters reached whose ``.grad`` is None); ``beside``: not below a marked node."""
         seen, reached, marks, unset = set(), set(), [], []
         while stack and len(seen) < WALKED:
             node = stack.pop()
@@ -97,6 +101,8 @@ class Gradients(Observer):
                 continue  # carried from an earlier iteration
             if CUT in meta:
                 marks.append(node)
+                if beside:
+                    continue
             stack.extend(child for child, _ in node.next_functions if child is not None)
         return reached, marks, unset
 

@@ -35,6 +35,7 @@ class Outcome:
     orphans: frozenset = frozenset()  # ... those no nn.Module holds
     used: dict = field(default_factory=dict)  # backward line -> parameters an optimizer stepped with its gradient (fixer.runtime.flows)
     through: dict = field(default_factory=dict)  # backward line -> parameters it reached through a probe's marked value
+    beside: dict = field(default_factory=dict)  # backward line -> parameters it reached other than through it
 
 
 def execute(
@@ -79,7 +80,7 @@ def execute(
         trained = session.gradients
         outcome.graded, outcome.graded_lately, outcome.nonfinite = frozenset(trained.ever), frozenset(trained.latest()), trained.nonfinite
         outcome.direct, outcome.orphans = frozenset(trained.direct), frozenset(trained.orphans())
-        outcome.used, outcome.through = trained.flows.used, trained.flows.through
+        outcome.used, outcome.through, outcome.beside = trained.flows.used, trained.flows.through, trained.flows.beside
     return outcome
 
 

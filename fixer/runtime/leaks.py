@@ -187,7 +187,7 @@ class Leaks(Observer):
         store = _fill(holder, record, len(record.stack) - 1) if record is not None else None
         if carried:
             code, message = "GF101", f"{growth}, and every new loss is built on them: detach it where it is carried into the next step"
-        elif holder.on_module and store is not None and _own_method(holder, store[1]):
+        elif holder.on_module and store is not None and store[1] is not None and _own_method(holder, store[1]):
             code, message = "GF104", f"{growth}: the module caches a value with its graph; store it detached"
         else:
             code, message = "GF301", f"{growth}, and no backward walks them: keep `.item()` or a detached tensor"

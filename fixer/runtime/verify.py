@@ -41,6 +41,7 @@ class Summary:
     direct: tuple = ()  # parameters a loss reached through its own iteration (fixer.runtime.gradients)
     used: tuple = ()  # (backward line, parameters an optimizer stepped with its gradient) (fixer.runtime.flows)
     through: tuple = ()  # (backward line, parameters it reached through a probe's marked value)
+    beside: tuple = ()  # (backward line, parameters it reached other than through the marked value)
 
     @staticmethod
     def of(outcome: Outcome) -> "Summary":
@@ -49,6 +50,7 @@ class Summary:
             found=tuple(asdict(f) for f in outcome.findings), graded=tuple(sorted(outcome.graded)),
             graded_lately=tuple(sorted(outcome.graded_lately)), nonfinite=outcome.nonfinite,
             direct=tuple(sorted(outcome.direct)), used=_pairs(outcome.used), through=_pairs(outcome.through),
+            beside=_pairs(outcome.beside),
         )
 
     def reported(self) -> list[Finding]:

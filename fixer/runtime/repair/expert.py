@@ -1,6 +1,7 @@
 """The candidate repairs of one finding, in the order an expert tries them: the one that keeps
 the most gradient first (detach the old iterations, not this one's value; recompute before
-detaching), a number (``.item()``) before a detached tensor where only a leak is reported;
+detaching, except for a value built before the loop: its cut first, which the probe refuses where
+the gradient through it is the only one its parameters get), a number (``.item()``) before a detached tensor where only a leak is reported;
 ``torch.no_grad()`` where a value is built once, outside every loop, before anything else (the
 targets or data that a fixed network labels: their graph reaches no stepped parameter, which
 the cut's probe measures). Each is built at a place the finding's evidence names, in whichever
@@ -18,7 +19,7 @@ from fixer.runtime.repair.candidate import Candidate, context, pieces, statement
 from fixer.runtime.repair.losses import fresh_value, sum_losses
 from fixer.runtime.repair.protocol import move_zero_grad, zero_after_step
 from fixer.runtime.repair.stores import store_repairs
-from fixer.runtime.repair.uses import detach_inputs, recompute_before_use
+from fixer.runtime.repair.uses import detach_inputs, handed_on, recompute_before_use
 
 
 def candidates(finding: Finding) -> list[Candidate]:
@@ -51,6 +52,8 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
         freeing = pieces(finding, "first backward", "freed by")
         yield from chain.from_iterable(fresh_value(finding, b, f, u) for b in pieces(finding, "built") for f in freeing for u in used)
         yield from chain.from_iterable(sum_losses(finding, f) for f in freeing)
+    if code == "GF102":  # built before the loop: the cut first, refused where the gradient must flow (cuts.reused_from_before)
+        yield from chain.from_iterable(store_repairs(finding, p, ("crossing", "detach")) for p in stored)
     if code in ("GF102", "GF104"):
         yield from chain.from_iterable(recompute_before_use(finding, s, u, failed) for s in stored for u in used)
     if code in ("GF101", "GF102", "GF104"):
@@ -61,6 +64,7 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
         yield from zero_after_step(finding)
     if code == "GF301":
         yield from chain.from_iterable(store_repairs(finding, p, ("item", "detach")) for p in stored)
+        yield from chain.from_iterable(handed_on(finding, p, m) for m in ("item", "detach") for p in stored)
     if code in _BUILT:
         yield from chain.from_iterable(no_grad_at_build(finding, b) for b in built if b not in once)
 

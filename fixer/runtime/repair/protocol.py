@@ -3,17 +3,22 @@
 - **zero_grad wipes the gradient before the step uses it** (GF201): the call moved just before
   the backward that fills the gradient (the expert's usual order: zero, backward, step), else
   just after the step;
-- **nothing resets the gradient between steps** (GF203): ``OPT.zero_grad()`` just after the
-  step, for the optimizer the step is called on."""
+- **nothing resets the gradient between steps** (GF203): ``OPT.zero_grad()``, for the optimizer
+  the step is called on, just before the backward that accumulated again when it runs in the
+  step's block (zero, backward, step: what other backwards left in between is dropped too),
+  else just after the step. A step the run saw at a call (``self.update_critic(...)``) is looked
+  for in the function of the same file that the call runs."""
 
 from __future__ import annotations
 
 import ast
 from typing import Iterator, Optional
 
-from fixer.edits.statements import insert_after, move_edits
-from fixer.runtime.report import Finding, Piece
-from fixer.runtime.repair.candidate import Candidate, candidate, context, pieces, statement_at
+from fixer.edits.statements import insert_after, insert_before, move_edits
+from fixer.nodes import walk
+from fixer.runtime.fill_site import callees
+from fixer.runtime.report import Finding
+from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, pieces, statement_at
 
 
 def _same_block(ctx, one: ast.stmt, other: ast.stmt) -> bool:
@@ -47,13 +52,28 @@ def _stepped_optimizer(stmt: ast.stmt) -> Optional[str]:
     return None
 
 
+def _steps(ctx, stmt: ast.stmt) -> list[tuple[ast.stmt, str]]:
+    """(the step statement, its optimizer) of ``stmt`` itself, else of the functions of the file it calls."""
+    owner = _stepped_optimizer(stmt)
+    if owner is not None:
+        return [(stmt, owner)]
+    calls = [n for n in walk(stmt) if isinstance(n, ast.Call)]
+    bodies = [f for call in calls for f in callees(ctx.tree, enclosing_function(ctx, stmt), call)]
+    return [(n, o) for f in bodies for n in walk(f) if isinstance(n, ast.stmt) and (o := _stepped_optimizer(n)) is not None]
+
+
 def zero_after_step(finding: Finding) -> Iterator[Candidate]:
+    again = next(iter(pieces(finding, "accumulated again")), None)
     for place in pieces(finding, "stepped"):
         ctx = context(place.filename)
-        step = statement_at(ctx, place.line) if ctx is not None else None
-        owner = _stepped_optimizer(step) if step is not None else None
-        if owner is None:
-            continue
-        found = candidate(f"reset the gradients after the step at line {place.line}", ctx, [insert_after(ctx, step, f"{owner}.zero_grad()")], finding)
-        if found is not None:
-            yield found
+        stmt = statement_at(ctx, place.line) if ctx is not None else None
+        for step, owner in _steps(ctx, stmt) if stmt is not None else []:
+            backward = statement_at(ctx, again.line) if again is not None and again.filename == place.filename else None
+            if backward is not None and _same_block(ctx, backward, step) and backward.lineno < step.lineno:
+                edit = insert_before(ctx, backward, f"{owner}.zero_grad()")
+                found = candidate(f"reset the gradients before the backward at line {again.line}", ctx, [edit], finding)
+                if found is not None:
+                    yield found
+            found = candidate(f"reset the gradients after the step at line {step.lineno}", ctx, [insert_after(ctx, step, f"{owner}.zero_grad()")], finding)
+            if found is not None:
+                yield found

@@ -169,14 +169,24 @@ def store_fix(ctx: FileContext, stmt: ast.stmt, piece: Piece, finding: Finding, 
 
 
 def together(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:
-    """Every value of a tuple assignment detached (``self.M, self.z = dM, dz``): a state written together."""
+    """Every value of a tuple assignment detached (``self.M, self.z = dM, dz``): a state written
+    together; unpacked from one value (``self.state.h, self.state.c = hc``), the fields of the
+    holder's object that it binds, detached just after the line."""
     target = _stored_target(stmt, name)
     whole = next((t for t in _targets(stmt) if isinstance(t, (ast.Tuple, ast.List)) and target in t.elts), None)
     value = getattr(stmt, "value", None)
-    if whole is None or not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(whole.elts):
+    if whole is None:
         return None
-    edits = [method_edit(ctx, v, "detach") for v in value.elts]
-    return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding, [mark_edit(ctx, v) for v in value.elts])
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(whole.elts):
+        edits = [method_edit(ctx, v, "detach") for v in value.elts]
+        return candidate(f"store every value of line {stmt.lineno} detached", ctx, edits, finding, [mark_edit(ctx, v) for v in value.elts])
+    owner = ctx.text(target.value) if isinstance(target, ast.Attribute) else None
+    fields = [ctx.text(e) for e in whole.elts if isinstance(e, ast.Attribute) and ctx.text(e.value) == owner]
+    if len(fields) < 2:
+        return None  # (one field: store_fix detaches it)
+    rebind = lambda wrap: insert_after(ctx, stmt, f"{', '.join(fields)} = {', '.join(wrap(f) for f in fields)}")  # noqa: E731
+    names = ", ".join(f"`{f}`" for f in fields)
+    return candidate(f"detach {names} after line {stmt.lineno} binds them", ctx, [rebind(lambda f: f"{f}.detach()")], finding, [rebind(marked)])
 
 
 def uncache(ctx: FileContext, stmt: ast.stmt, name: str, finding: Finding) -> Optional[Candidate]:

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 from fixer.runtime.launcher import Outcome
 from fixer.runtime.repair.candidate import Candidate
-from fixer.runtime.repair.cuts import cut_verdict
+from fixer.runtime.repair.cuts import cut_verdict, reused_from_before
 from fixer.runtime.repair.expert import candidates
 from fixer.runtime.report import Finding
 from fixer.runtime.static_fix import Proposal
@@ -133,7 +133,7 @@ def _diffs(written: list[tuple[str, bytes, bytes]]) -> list[str]:
     return [unified_diff(path, decode(original).text, decode(read_bytes(path)).text) for path, original in firsts.items()]
 
 
-def _probed(option: Candidate, first: Outcome, second: Summary, rerun: Rerun) -> Optional[str]:
+def _probed(option: Candidate, first: Outcome, second: Summary, rerun: Rerun, finding: Finding) -> Optional[str]:
     """The cut's probe run (the original program, the cut value marked): None when no gradient
     that an optimizer steps flows through the cut value (fixer.runtime.repair.cuts)."""
     marks: list = []
@@ -144,7 +144,7 @@ def _probed(option: Candidate, first: Outcome, second: Summary, rerun: Rerun) ->
         return f"cannot write its probe: {exc}"
     finally:
         put_back(marks)
-    return cut_verdict(first.used, probe, second.used)
+    return cut_verdict(first.used, probe, second.used, reused_from_before(finding))
 
 
 def _first_proven(options: list[Candidate], first: Outcome, finding: Finding, rerun: Rerun, result: Repair, written: list) -> Optional[Summary]:
@@ -164,7 +164,7 @@ def _first_proven(options: list[Candidate], first: Outcome, finding: Finding, re
         why = judge(first, second, finding)
         if why is None and option.probe is not None:
             put_back(mine)
-            why = _probed(option, first, second, rerun)
+            why = _probed(option, first, second, rerun, finding)
             if why is None:
                 write_proposals(option.proposals, mine)
         result.tried.append(Tried(finding, option.title, why, second.output if why else ""))

@@ -4,6 +4,8 @@
   it enter that loss (an argument, a field, a pool's loop): ``netD(fake.detach())``; one candidate
   per value the line hands on, in the order written, then each item of it (a list of fakes kept
   by a history); a value without a graph changes nothing and is refused. Never where it is used again: that may be the generator's own loss;
+- **convert where it is handed on**: a value handed to a call that keeps it (GF301, the store is
+  in the callee), as numbers or detached right there;
 - **recompute before the use**: the statement that built (and stored) the value, repeated just
   before the line that uses it again (a value built once before the loop, or before a step
   changed its parameters), with the band-aid ``retain_graph=True`` of the failing backward
@@ -58,6 +60,23 @@ def detach_inputs(finding: Finding, piece: Piece) -> Iterator[Candidate]:
             candidate(f"detach `{text}` {where}", ctx, [detach_edit(ctx, value)], finding, probe),
             candidate(f"detach each item of `{text}` {where}", ctx, [replace_edit(ctx, value, f"[item.detach() for item in {text}]")], finding, probe),
         ))
+
+
+def handed_on(finding: Finding, piece: Piece, method: str) -> Iterator[Candidate]:
+    """Each value the line hands on (a call whose callee, perhaps in another file or reached by
+    name, stores what it is given: ``self._call("end_batch", output)``) converted where it is
+    handed: ``.item()`` or ``.detach()`` on it, on each value of a dict, on each item of a list;
+    the re-run refuses the forms that do not fit the value."""
+    ctx = context(piece.filename)
+    stmt = statement_at(ctx, piece.line) if ctx is not None else None
+    what = "numbers" if method == "item" else "detached"
+    for value in _inputs(stmt)[:INPUTS] if stmt is not None else []:
+        text = ctx.text(value)
+        forms = (f"{{key: item.{method}() for key, item in {text}.items()}}", f"[item.{method}() for item in {text}]", f"{text}.{method}()")
+        for form in forms:
+            found = candidate(f"hand `{text}` on as {what} at line {piece.line} (`{form}`)", ctx, [replace_edit(ctx, value, form)], finding, [mark_edit(ctx, value)])
+            if found is not None:
+                yield found
 
 
 def _retain_keyword(ctx, line: int) -> Optional[ast.Call]:
