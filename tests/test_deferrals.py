@@ -12,7 +12,7 @@ import pytest
 from codemods.fake_not_detached_for_discriminator import FakeNotDetachedForDiscriminator
 from codemods.step_before_backward import StepBeforeBackward
 from fixer.analysis.early_steps import early_step_lines
-from fixer.analysis.undetached_fakes import undetached_fake_lines
+from fixer.analysis.undetached_fakes import undetached_fake_lines, undetached_fakes
 from fixer.context import FileContext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +29,11 @@ def _context(path: Path) -> FileContext:
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
 def test_the_deferral_facts_name_the_lines_the_rules_report(path: Path):
-    assert undetached_fake_lines(_context(path)) == {d.line for d in FakeNotDetachedForDiscriminator().check(_context(path))}
+    found = list(undetached_fakes(_context(path)))
+    reported = {d.line for d in FakeNotDetachedForDiscriminator().check(_context(path))}
+    assert {f.reads[0].lineno for f in found} == reported
+    # the fact also names the calls that run a reported helper's discriminator step (GF105 defers there)
+    assert undetached_fake_lines(_context(path)) == reported | {f.step.lineno for f in found if f.step is not None}
     assert early_step_lines(_context(path)) == {d.line for d in StepBeforeBackward().check(_context(path))}
 
 
