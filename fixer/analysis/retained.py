@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fixer.analysis.bindings import module_names
 from fixer.analysis.flow import flowing_arguments
-from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
+from fixer.analysis.graph import CREATION, PARAMETER, GraphFacts, Kind, facts
+from fixer.analysis.module_values import holds_module
 from fixer.analysis.names import dotted, import_aliases, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import NOWHERE, Placed, start
@@ -168,7 +168,7 @@ class GraphSources:
         names = {params[i] for i in given if i < len(params)}
         return any(
             isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names and isinstance(n.ctx, ast.Load)
-            and TENSOR_NAME.search(n.attr) and not MODULE_NAME.match(n.attr)
+            and TENSOR_NAME.search(n.attr)
             for n in scope_nodes(callee)
         )
 
@@ -187,11 +187,7 @@ class GraphSources:
     def _is_module_path(self, name: str) -> bool:
         """``model``, ``self.encoder.weight``: a module or something it holds (a parameter)."""
         parts = name.split(".")
-        modules = module_names(self.ctx)
-        return any(
-            ".".join(parts[:i]) in modules or (MODULE_NAME.match(parts[i - 1]) and not TENSOR_NAME.search(parts[i - 1]))
-            for i in range(1, len(parts) + 1)
-        )
+        return any(holds_module(self.ctx, self.scope, ".".join(parts[:i]), self.graph.modules) for i in range(1, len(parts) + 1))
 
     # -- names -----------------------------------------------------------------------------
     def _name(self, expr, at, through_call, back, out, seen, bound) -> None:

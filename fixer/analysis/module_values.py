@@ -1,0 +1,119 @@
+"""Which names hold an ``nn.Module``, by what the program does, never by how they are spelled.
+
+A name holds a module when the file assigns it one (``bindings.module_names``), when every visible
+caller passes one for the parameter (``bindings.module_parameter``), when the call being followed
+passes one (the ``given`` names of a bound summary), or when the code uses it as only a module can
+be used: ``.parameters()`` (handed to an optimizer), ``.named_parameters()``, ``.modules()``,
+``.train()``, ``.eval()``, ... A field ``self.x`` is a module when some method of its class uses it
+so, or when ``__init__`` stores a parameter there that holds one (used so in ``__init__``, or given
+a module by the file's one construction of the class). Anything else is not known to be a module."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from fixer.analysis.bindings import is_module_construction, module_classes, module_names, module_parameter
+from fixer.analysis.class_model import class_methods, construction_argument, init_parameter
+from fixer.analysis.names import dotted
+from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.context import FileContext
+
+# methods only an nn.Module offers (a tensor, an optimizer or a plain function has none of them)
+MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers",
+     "named_buffers", "train", "eval", "register_buffer", "register_parameter", "register_module", "add_module",
+     "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "get_submodule"}
+)
+# methods a module shares with an optimizer: a module's when the same name is also called
+CALLABLE_MODULE_METHODS = MODULE_METHODS | {"zero_grad", "state_dict", "load_state_dict"}
+
+
+def used_as_module(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """``name`` receives, in ``scope``, a method call only a module answers (or, called itself, one
+    it shares with an optimizer)."""
+    receivers, called = _module_uses(ctx, scope)
+    return name in receivers or name in called
+
+
+def _module_uses(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[str]]:
+    """(receivers of module-only methods, called names that receive a module-or-optimizer method)."""
+
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
+        only, shared, calls = set(), set(), set()
+        for node in scope_nodes(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and (receiver := dotted(func.value)):
+                if func.attr in MODULE_METHODS:
+                    only.add(receiver)
+                elif func.attr in CALLABLE_MODULE_METHODS:
+                    shared.add(receiver)
+            if name := dotted(func):
+                calls.add(name)
+        return frozenset(only), frozenset(shared & calls)
+
+    return ctx.memo(("module_uses", id(scope.node)), compute)
+
+
+def module_fields(ctx: FileContext, cls: ast.ClassDef) -> frozenset[str]:
+    """Attributes of ``self`` that hold a module, by the class's own uses and construction."""
+
+    def compute() -> frozenset[str]:
+        methods = class_methods(ctx, cls)
+        found = set()
+        for method in methods.values():
+            prefix = f"{method.self_name}."
+            for receiver in _module_uses(ctx, method)[0] | _module_uses(ctx, method)[1]:
+                if receiver.startswith(prefix) and "." not in receiver[len(prefix):]:
+                    found.add(receiver[len(prefix):])
+        init = methods.get("__init__")
+        for attr in _stored_parameters(ctx, cls) if init is not None else ():
+            param = init_parameter(ctx, cls, attr)
+            given = construction_argument(ctx, cls, attr, for_life=False)
+            if used_as_module(ctx, init, param) or given is not None and _is_module_value(ctx, given):
+                found.add(attr)
+        return frozenset(found)
+
+    return ctx.memo(("module_fields", id(cls)), compute)
+
+
+def _stored_parameters(ctx: FileContext, cls: ast.ClassDef) -> list[str]:
+    init = class_methods(ctx, cls)["__init__"]
+    prefix = f"{init.self_name}."
+    return [
+        name[len(prefix):] for node in init.node.body if isinstance(node, ast.Assign)
+        for target in node.targets for element in (target.elts if isinstance(target, ast.Tuple) else [target])
+        if (name := dotted(element)) and name.startswith(prefix) and init_parameter(ctx, cls, name[len(prefix):])
+    ]
+
+
+def _is_module_value(ctx: FileContext, value: ast.expr) -> bool:
+    return dotted(value) in module_names(ctx) or is_module_construction(ctx, value, module_classes(ctx))
+
+
+def holds_module(ctx: FileContext, scope: Scope, name: str, given: frozenset[str] = frozenset()) -> bool:
+    """``name`` (dotted) holds an ``nn.Module`` in ``scope``, by the facts above; ``given`` are the
+    parameters the call being followed passes a module for."""
+    if name in given or name in module_names(ctx) or used_as_module(ctx, scope, name):
+        return True
+    root, _, rest = name.partition(".")
+    if rest and root == scope.self_name and "." not in rest and scope.class_node is not None:
+        return rest in module_fields(ctx, scope.class_node)
+    return not rest and _is_parameter(scope, name) and module_parameter(ctx, scope, name)
+
+
+def _is_parameter(scope: Scope, name: str) -> bool:
+    node = scope.node
+    if isinstance(node, ast.Module):
+        return False
+    return name in {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+
+
+def module_argument(ctx: FileContext, scope: Scope, value: ast.expr, given: frozenset[str] = frozenset()) -> bool:
+    """An argument that holds a module: a name that does (``holds_module``) or a construction."""
+    name: Optional[str] = dotted(value)
+    if name is not None:
+        return holds_module(ctx, scope, name, given)
+    return is_module_construction(ctx, value, module_classes(ctx))
