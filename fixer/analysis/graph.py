@@ -20,7 +20,7 @@ from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backw
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.module_forwards import forward_scope
-from fixer.analysis.module_values import holds_module, module_argument
+from fixer.analysis.module_values import PARAMETER, holds_module, module_argument
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import Placed
@@ -48,7 +48,6 @@ CONTAINER_BUILTINS = frozenset({"tuple", "list"})  # hold what their argument ho
 CREATION = re.compile(
     r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
 )
-PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 # torch.Tensor methods that carry the graph along: on an object known only by its `.backward()` call
 # (maybe a duck-typed loss wrapper), other methods return unknown
 TENSOR_METHODS = frozenset(

@@ -14,11 +14,12 @@ import ast
 from typing import Optional
 
 from fixer.analysis.bindings import is_module_construction, module_classes, module_names, module_parameter
-from fixer.analysis.class_model import class_methods, construction_argument, init_parameter
-from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument, init_parameter
+from fixer.analysis.names import dotted, qualified
+from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 
+PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 # methods only an nn.Module offers (a tensor, an optimizer or a plain function has none of them)
 MODULE_METHODS = frozenset(
     {"parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers",
@@ -95,7 +96,10 @@ def _is_module_value(ctx: FileContext, value: ast.expr) -> bool:
 
 def holds_module(ctx: FileContext, scope: Scope, name: str, given: frozenset[str] = frozenset()) -> bool:
     """``name`` (dotted) holds an ``nn.Module`` in ``scope``, by the facts above; ``given`` are the
-    parameters the call being followed passes a module for."""
+    parameters the call being followed passes a module for. A method's own ``self`` is left out:
+    its fields are followed through the method's assignments."""
+    if name == scope.self_name:
+        return False
     if name in given or name in module_names(ctx) or used_as_module(ctx, scope, name):
         return True
     root, _, rest = name.partition(".")
@@ -117,3 +121,34 @@ def module_argument(ctx: FileContext, scope: Scope, value: ast.expr, given: froz
     if name is not None:
         return holds_module(ctx, scope, name, given)
     return is_module_construction(ctx, value, module_classes(ctx))
+
+
+def kept_on_module(ctx: FileContext, attr: str) -> bool:
+    """The file keeps a value other than a module or a parameter in the attribute ``attr`` of a
+    module: a module class of the file writes ``self.attr = value`` (``self.reg_loss = w.pow(2).sum()``),
+    or code outside its classes stores to ``.attr`` of a name holding a module."""
+    return attr in _kept_attributes(ctx)
+
+
+def _kept_attributes(ctx: FileContext) -> frozenset[str]:
+    def compute() -> frozenset[str]:
+        classes = module_classes(ctx)
+        found = set()
+        for cls in statement_index(ctx).classes:
+            if cls.name in classes:
+                found |= {attr for attr, writes in attribute_writes(ctx, cls).items() if any(_kept(ctx, w.value, classes) for w in writes)}
+        modules = module_names(ctx)
+        for assign in statement_index(ctx).assigns:
+            for target in assign.targets:
+                if isinstance(target, ast.Attribute) and dotted(target.value) in modules and _kept(ctx, assign.value, classes):
+                    found.add(target.attr)
+        return frozenset(found)
+
+    return ctx.memo("kept_on_module", compute)
+
+
+def _kept(ctx: FileContext, value: Optional[ast.expr], classes: set[str]) -> bool:
+    """A stored value that may be a tensor: not a module, a parameter, a constant or a name of nothing."""
+    if value is None or isinstance(value, ast.Constant) or is_module_construction(ctx, value, classes):
+        return False
+    return not (isinstance(value, ast.Call) and qualified(ctx, value.func) in PARAMETER)
