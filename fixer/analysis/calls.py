@@ -20,10 +20,9 @@ from fixer.nodes import walk
 
 AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
 AUTOGRAD_GRAD = ("torch.autograd.grad",)
-# objects whose .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
-BACKWARD_OWNERS = re.compile(r"^(accelerator|fabric|engine|model_engine|deepspeed_engine)$")
-OPTIMIZER_NAME = re.compile(r"optim|Optim|OPTIM|(^|_)(opt|Opt|OPT)($|[_\dA-Z])")  # optimizer, opt, optD, g_opt
-NOT_OPTIMIZER = re.compile(r"sched|lr_|warmup|env|game|world|sim", re.IGNORECASE)
+# libraries whose objects' .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
+BACKWARD_LIBRARIES = ("accelerate.", "lightning.", "lightning_fabric.", "pytorch_lightning.", "deepspeed.")
+SCALER_TEXT = re.compile(r"\.scale\(|unscale_")  # a GradScaler's own methods
 
 
 @dataclass(frozen=True)
@@ -65,14 +64,30 @@ def backward_call(ctx: FileContext, node: ast.AST) -> Optional[BackwardCall]:
         return BackwardCall(node, node.args[0], "owner")
     if func.attr != "backward" or instance_method(ctx, node) is not None:
         return None  # ``wrapper.backward(loss)``: a project method, not a tensor's (training_calls reads it)
-    owner = last_name(receiver)
-    if owner and BACKWARD_OWNERS.match(owner) and node.args:
+    if node.args and dotted(receiver) in _backward_owners(ctx):
         return BackwardCall(node, node.args[0], "owner")
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" and receiver.args:
         return BackwardCall(node, receiver.args[0], "scaler")  # scaler.scale(loss).backward()
     if _names_no_value(ctx, receiver):
         return None  # Function.backward(ctx, grad): an autograd.Function, not a tensor
     return BackwardCall(node, receiver, "method")
+
+
+def _backward_owners(ctx: FileContext) -> frozenset[str]:
+    """Names this file binds to what such a library makes (``accelerator = Accelerator()``, the
+    engine ``deepspeed.initialize(...)`` returns first), whatever the names are."""
+
+    def compute() -> frozenset[str]:
+        found = set()
+        for assign in statement_index(ctx).assigns:
+            value = assign.value
+            if not (isinstance(value, ast.Call) and (qualified(ctx, value.func) or "").startswith(BACKWARD_LIBRARIES)):
+                continue
+            for target in assign.targets:
+                found.add(dotted(target.elts[0] if isinstance(target, (ast.Tuple, ast.List)) and target.elts else target))
+        return frozenset(found - {None})
+
+    return ctx.memo("backward_owners", compute)
 
 
 def _keyword_value(node: ast.Call, name: str) -> Optional[ast.expr]:
@@ -152,16 +167,53 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
     if is_scaler(ctx, node.func.value):
         inner = dotted(node.args[0]) if node.args else None
         return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
-    short = owner.rsplit(".", 1)[-1]
-    looks_like = OPTIMIZER_NAME.search(short) and not NOT_OPTIMIZER.search(short)
-    if len(node.args) <= 1 and (looks_like or owner in _bound_optimizers(ctx)):
+    if len(node.args) <= 1 and (owner in _bound_optimizers(ctx) or owner in _zeroed_and_stepped(ctx, node)):
         return OptimizerCall(node, "step", owner)
     return None
 
 
+def _zeroed_and_stepped(ctx: FileContext, node: ast.AST) -> frozenset[str]:
+    """Names that receive both ``.zero_grad()`` and a ``.step()`` of at most one argument in the
+    function around ``node``: an optimizer's protocol (a module has no ``step``, a scheduler or an
+    environment no ``zero_grad``), whatever the name."""
+    function = next((a for a in ctx.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), ctx.tree)
+
+    def compute() -> frozenset[str]:
+        zeroed, stepped = set(), set()
+        for call in walk(function):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (owner := dotted(call.func.value)):
+                if call.func.attr == "zero_grad":
+                    zeroed.add(owner)
+                elif call.func.attr == "step" and len(call.args) <= 1:
+                    stepped.add(owner)
+        return frozenset(zeroed & stepped)
+
+    return ctx.memo(("zeroed_and_stepped", id(function)), compute)
+
+
 def is_scaler(ctx: FileContext, receiver: ast.expr) -> bool:
-    """A gradient scaler: bound in this file to a ``GradScaler(...)``, or named one."""
-    return "scaler" in (last_name(receiver) or "").lower() or (dotted(receiver) or "") in _bound_scalers(ctx)
+    """A gradient scaler: bound in this file to a ``GradScaler(...)``, or used as only one is
+    (``X.scale(loss).backward()``, ``X.unscale_(opt)``), whatever its name."""
+    name = dotted(receiver) or ""
+    return name in _bound_scalers(ctx) or name in _scaling_receivers(ctx)
+
+
+def _scaling_receivers(ctx: FileContext) -> frozenset[str]:
+    def compute() -> frozenset[str]:
+        found = set()
+        if not ctx.mentions(ctx.tree, SCALER_TEXT):
+            return frozenset()
+        for call in walk(ctx.tree):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                continue
+            inner = call.func.value
+            if call.func.attr == "backward" and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale":
+                found.add(dotted(inner.func.value))
+            elif call.func.attr == "unscale_":
+                found.add(dotted(inner))
+        return frozenset(found - {None})
+
+    return ctx.memo("scaling_receivers", compute)
 
 
 def _bound_scalers(ctx: FileContext) -> frozenset[str]:
