@@ -5,7 +5,7 @@ gradients; its findings (line, code) must stay the same, line-shifted where line
 
 - rename: every local name (assigned, a parameter, a def or class; not attributes, keyword
   names, imports or external API names) renamed consistently four ways: upper case, capitalised
-  (``G_loss``), a long prefix and suffix, short opaque names (n0, n1, ...).
+  (``G_loss``), a long prefix and suffix, short opaque names (n0, n1, ...); inside f-strings too.
 - opaque: each data producer (``torch.randn(...)``, ``torch.zeros(...)`` without
   ``requires_grad``, ...) replaced by a call graphfix cannot see into: a function imported from
   another package, a method of an imported object, or the legacy ``Variable(torch.Tensor(...))``.
