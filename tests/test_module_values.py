@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from fixer.analysis.calls import is_scaler, optimizer_calls
+from fixer.analysis.calls import optimizer_calls
+from fixer.analysis.scalers import is_scaler
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.module_values import holds_module, kept_on_module
 from fixer.analysis.scopes import scopes
@@ -86,3 +87,46 @@ def test_optimizers_and_scalers_are_known_by_their_protocol():
     amp = by_name["amp"]
     receiver = next(n.func.value for n in ast.walk(amp.node) if isinstance(n, ast.Call) and ast.unparse(n.func) == "s.unscale_")
     assert is_scaler(ctx, receiver)
+
+
+HELPER = """import torch
+from torch import nn
+
+
+class Helper:
+    def __init__(self, owner):
+        self.owner = owner
+
+    def step(self, x):
+        loss = self.owner.net(x).sum()
+        loss.backward()
+        self.owner.opt.step()
+
+
+class Runner:
+    def __init__(self):
+        self.net = nn.Linear(3, 1)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def fit(self, x):
+        helper = Helper(self)
+        helper.step(x)
+
+
+def update(w, loss):
+    loss.backward()
+    w.step()
+
+
+layer = nn.Linear(3, 1)
+update(torch.optim.SGD(layer.parameters(), lr=0.1), layer(torch.ones(3)).sum())
+"""
+
+
+def test_fields_of_an_instance_and_parameters_given_an_optimizer_are_known_through_the_program():
+    ctx = FileContext("t.py", HELPER, ast.parse(HELPER))
+    step = next(s for s in scopes(ctx) if getattr(s.node, "name", "") == "step")
+    assert holds_module(ctx, step, "self.owner.net")  # Helper(self) in Runner: Runner's module field
+    assert [c.owner for c in optimizer_calls(ctx, step) if c.kind == "step"] == ["self.owner.opt"]
+    update = next(s for s in scopes(ctx) if getattr(s.node, "name", "") == "update")
+    assert [c.owner for c in optimizer_calls(ctx, update) if c.kind == "step"] == ["w"]  # its one caller passes SGD(...)

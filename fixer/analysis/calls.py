@@ -14,7 +14,11 @@ from fixer.analysis.imported_definitions import imported_class, imported_definit
 from fixer.analysis.instance_methods import instance_method
 from fixer.analysis.names import dotted, last_name, qualified, root_name, value_names
 from fixer.analysis.project_text import STEP_CALL
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scalers import is_scaler
+from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
+from fixer.analysis.class_model import attribute_writes
+from fixer.analysis.importers import project_call_sites
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
 
@@ -22,7 +26,6 @@ AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
 AUTOGRAD_GRAD = ("torch.autograd.grad",)
 # libraries whose objects' .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
 BACKWARD_LIBRARIES = ("accelerate.", "lightning.", "lightning_fabric.", "pytorch_lightning.", "deepspeed.")
-SCALER_TEXT = re.compile(r"\.scale\(|unscale_")  # a GradScaler's own methods
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,7 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
     if is_scaler(ctx, node.func.value):
         inner = dotted(node.args[0]) if node.args else None
         return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
-    if len(node.args) <= 1 and (owner in _bound_optimizers(ctx) or owner in _zeroed_and_stepped(ctx, node)):
+    if len(node.args) <= 1 and (owner in _bound_optimizers(ctx) or owner in _zeroed_and_stepped(ctx, node) or _given_optimizer(ctx, node, owner)):
         return OptimizerCall(node, "step", owner)
     return None
 
@@ -191,43 +194,32 @@ def _zeroed_and_stepped(ctx: FileContext, node: ast.AST) -> frozenset[str]:
     return ctx.memo(("zeroed_and_stepped", id(function)), compute)
 
 
-def is_scaler(ctx: FileContext, receiver: ast.expr) -> bool:
-    """A gradient scaler: bound in this file to a ``GradScaler(...)``, or used as only one is
-    (``X.scale(loss).backward()``, ``X.unscale_(opt)``), whatever its name."""
-    name = dotted(receiver) or ""
-    return name in _bound_scalers(ctx) or name in _scaling_receivers(ctx)
+def _given_optimizer(ctx: FileContext, node: ast.AST, owner: str) -> bool:
+    """``owner`` is a parameter of the function around ``node`` that every call the project shows
+    (in this file and in the files importing it; one at least) passes an optimizer: constructed in
+    place or a name the caller's file binds to one; or a field that every write of an instance's
+    class (``self.owner.optimizer``, call_sites.path_instance) sets to an optimizer's construction."""
+    scope = scope_of(ctx, node)
+    if "." in owner:
+        prefix, _, attr = owner.rpartition(".")
+        cls = path_instance(ctx, scope, prefix)
+        writes = attribute_writes(ctx, cls).get(attr, []) if cls is not None else []
+        return bool(writes) and all(is_optimizer_construction(ctx, w.value) for w in writes)
+    if isinstance(scope.node, ast.Module) or parameter_position(scope, owner) is None:
+        return False
+    return ctx.memo(("given_optimizer", id(scope.node), owner), lambda: _every_call_passes_optimizer(ctx, scope, owner))
 
 
-def _scaling_receivers(ctx: FileContext) -> frozenset[str]:
-    def compute() -> frozenset[str]:
-        found = set()
-        if not ctx.mentions(ctx.tree, SCALER_TEXT):
-            return frozenset()
-        for call in walk(ctx.tree):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-                continue
-            inner = call.func.value
-            if call.func.attr == "backward" and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale":
-                found.add(dotted(inner.func.value))
-            elif call.func.attr == "unscale_":
-                found.add(dotted(inner))
-        return frozenset(found - {None})
-
-    return ctx.memo("scaling_receivers", compute)
-
-
-def _bound_scalers(ctx: FileContext) -> frozenset[str]:
-    """Names this file binds to a ``GradScaler(...)``, whatever the names are."""
-
-    def compute() -> frozenset[str]:
-        return frozenset(
-            name
-            for assign in statement_index(ctx).assigns
-            if len(assign.targets) == 1 and (name := dotted(assign.targets[0]))
-            and isinstance(assign.value, ast.Call) and (last_name(assign.value.func) or "").endswith("GradScaler")
-        )
-
-    return ctx.memo("bound_scalers", compute)
+def _every_call_passes_optimizer(ctx: FileContext, scope: Scope, owner: str) -> bool:
+    position, found = parameter_position(scope, owner), False
+    for own, caller, call in project_call_sites(ctx, scope):
+        argument = argument_of(call, owner, position) if call is not None and caller is not scope else None
+        if not isinstance(argument, ast.expr) or isinstance(argument, ast.Starred):
+            return False
+        if not (is_optimizer_construction(own, argument) or dotted(argument) in _bound_optimizers(own)):
+            return False
+        found = True
+    return found
 
 
 def is_optimizer_construction(ctx: FileContext, value: ast.expr) -> bool:

@@ -14,7 +14,10 @@ import ast
 from typing import Optional
 
 from fixer.analysis.bindings import is_module_construction, module_classes, module_names, module_parameter
+from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument, init_parameter
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
@@ -73,7 +76,7 @@ def module_fields(ctx: FileContext, cls: ast.ClassDef) -> frozenset[str]:
         for attr in _stored_parameters(ctx, cls) if init is not None else ():
             param = init_parameter(ctx, cls, attr)
             given = construction_argument(ctx, cls, attr, for_life=False)
-            if used_as_module(ctx, init, param) or given is not None and _is_module_value(ctx, given):
+            if used_as_module(ctx, init, param) or given is not None and _is_module_value(ctx, given) or _constructed_with_modules(ctx, cls, init, param):
                 found.add(attr)
         return frozenset(found)
 
@@ -88,6 +91,20 @@ def _stored_parameters(ctx: FileContext, cls: ast.ClassDef) -> list[str]:
         for target in node.targets for element in (target.elts if isinstance(target, ast.Tuple) else [target])
         if (name := dotted(element)) and name.startswith(prefix) and init_parameter(ctx, cls, name[len(prefix):])
     ]
+
+
+def _constructed_with_modules(ctx: FileContext, cls: ast.ClassDef, init: Scope, param: str) -> bool:
+    """Every construction of the class the project shows (here and in the files importing it, one at
+    least) passes a module for ``__init__``'s parameter ``param``."""
+    sites = project_constructions(ctx, cls)
+    position = parameter_position(init, param)
+    if not sites or position is None:
+        return False
+    for own, _, call in sites:
+        argument = argument_of(call, param, position)
+        if not isinstance(argument, ast.expr) or isinstance(argument, ast.Starred) or not _is_module_value(own, argument):
+            return False
+    return True
 
 
 def _is_module_value(ctx: FileContext, value: ast.expr) -> bool:
@@ -105,7 +122,17 @@ def holds_module(ctx: FileContext, scope: Scope, name: str, given: frozenset[str
     root, _, rest = name.partition(".")
     if rest and root == scope.self_name and "." not in rest and scope.class_node is not None:
         return rest in module_fields(ctx, scope.class_node)
-    return not rest and _is_parameter(scope, name) and module_parameter(ctx, scope, name)
+    if rest:
+        prefix, _, attr = name.rpartition(".")
+        return prefix.count(".") <= 1 and ctx.memo(("instance_module_field", id(scope.node), name), lambda: _instance_field(ctx, scope, prefix, attr))
+    return _is_parameter(scope, name) and module_parameter(ctx, scope, name)
+
+
+def _instance_field(ctx: FileContext, scope: Scope, prefix: str, attr: str) -> bool:
+    """``prefix.attr`` where ``prefix`` holds an instance of a class of this file
+    (call_sites.path_instance) whose field ``attr`` holds a module."""
+    cls = path_instance(ctx, scope, prefix)
+    return cls is not None and attr in module_fields(ctx, cls)
 
 
 def _is_parameter(scope: Scope, name: str) -> bool:
@@ -134,9 +161,11 @@ def _kept_attributes(ctx: FileContext) -> frozenset[str]:
     def compute() -> frozenset[str]:
         classes = module_classes(ctx)
         found = set()
-        for cls in statement_index(ctx).classes:
-            if cls.name in classes:
-                found |= {attr for attr, writes in attribute_writes(ctx, cls).items() if any(_kept(ctx, w.value, classes) for w in writes)}
+        homes = [(ctx, cls) for cls in statement_index(ctx).classes if cls.name in classes]
+        homes += [found_class for name in classes if (found_class := imported_class(ctx, name)) is not None]
+        for home, cls in homes:  # (a module class of another project file is read in its own file)
+            own = module_classes(home)
+            found |= {attr for attr, writes in attribute_writes(home, cls).items() if any(_kept(home, w.value, own) for w in writes)}
         modules = module_names(ctx)
         for assign in statement_index(ctx).assigns:
             for target in assign.targets:

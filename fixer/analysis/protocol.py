@@ -9,7 +9,8 @@ from typing import Iterator, Optional
 
 from fixer.analysis.call_events import Event
 from fixer.analysis.call_sites import call_sites
-from fixer.analysis.calls import OPTIMIZER_TEXT, is_optimizer_construction, is_scaler, optimizer_call
+from fixer.analysis.calls import OPTIMIZER_TEXT, is_optimizer_construction, optimizer_call
+from fixer.analysis.scalers import is_scaler
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
