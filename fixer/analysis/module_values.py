@@ -6,13 +6,16 @@ passes one (the ``given`` names of a bound summary), or when the code uses it as
 be used: ``.parameters()`` (handed to an optimizer), ``.named_parameters()``, ``.modules()``,
 ``.train()``, ``.eval()``, ... A field ``self.x`` is a module when some method of its class uses it
 so, or when ``__init__`` stores a parameter there that holds one (used so in ``__init__``, or given
-a module by the file's one construction of the class). Anything else is not known to be a module."""
+a module by the file's one construction of the class or by every construction the project shows);
+``obj.x`` too, where ``obj`` holds an instance of such a class (``call_sites.path_instance``).
+Anything else is not known to be a module."""
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
 
+from fixer.analysis.arguments import parameters
 from fixer.analysis.bindings import is_module_construction, module_classes, module_names, module_parameter
 from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument, init_parameter
@@ -136,10 +139,7 @@ def _instance_field(ctx: FileContext, scope: Scope, prefix: str, attr: str) -> b
 
 
 def _is_parameter(scope: Scope, name: str) -> bool:
-    node = scope.node
-    if isinstance(node, ast.Module):
-        return False
-    return name in {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    return not isinstance(scope.node, ast.Module) and name in parameters(scope)
 
 
 def module_argument(ctx: FileContext, scope: Scope, value: ast.expr, given: frozenset[str] = frozenset()) -> bool:
@@ -177,7 +177,7 @@ def _kept_attributes(ctx: FileContext) -> frozenset[str]:
 
 
 def _kept(ctx: FileContext, value: Optional[ast.expr], classes: set[str]) -> bool:
-    """A stored value that may be a tensor: not a module, a parameter, a constant or a name of nothing."""
+    """A stored value that may be a tensor: not a module, an ``nn.Parameter`` or a constant."""
     if value is None or isinstance(value, ast.Constant) or is_module_construction(ctx, value, classes):
         return False
     return not (isinstance(value, ast.Call) and qualified(ctx, value.func) in PARAMETER)
