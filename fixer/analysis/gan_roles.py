@@ -19,8 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
-from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, GraphFacts
-from fixer.analysis.module_values import PARAMETER
+from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHODS, PARAMETER, GraphFacts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
