@@ -72,7 +72,7 @@ class StepBeforeBackward(Rule):
             f"come one step late; step after the backward"
         )
         last = step.index
-        while last + 1 < backward.index and is_update_companion(block[last + 1]):
+        while last + 1 < backward.index and is_update_companion(ctx, block[last + 1]):
             last += 1
         after = backward.index
         while after + 1 < len(block) and _prepares_gradients(ctx, block[after + 1]):

@@ -5,7 +5,7 @@ gradients; its findings (line, code) must stay the same, line-shifted where line
 
 - rename: every local name (assigned, a parameter, a def or class; not attributes, keyword
   names, imports or external API names) renamed consistently four ways: upper case, capitalised
-  (``G_loss``), a long prefix and suffix, short opaque names (n0, n1, ...).
+  (``G_loss``), a long prefix and suffix, short opaque names (n0, n1, ...); inside f-strings too.
 - opaque: each data producer (``torch.randn(...)``, ``torch.zeros(...)`` without
   ``requires_grad``, ...) replaced by a call graphfix cannot see into: a function imported from
   another package, a method of an imported object, or the legacy ``Variable(torch.Tensor(...))``.
@@ -85,10 +85,65 @@ def rename(source: str, how: Optional[Callable[[str], str]]) -> str:
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.NAME and token.string in names and not (previous and previous.string == "."):
             token = token._replace(string=mapping[token.string])
+        elif token.type == tokenize.STRING and F_STRING.match(token.string) and "\n" not in token.string:
+            token = token._replace(string=_renamed_fields(token.string, mapping))
         tokens.append(token)
         if token.type not in (tokenize.NL, tokenize.COMMENT):
             previous = token
     return tokenize.untokenize(tokens)
+
+
+F_STRING = re.compile(r"[rRbBuU]?[fF][rR]?['\"]")  # one STRING token before Python 3.12 (its fields are names there after)
+FIELD_NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")
+
+
+def _renamed_fields(text: str, mapping: dict[str, str]) -> str:
+    """The f-string ``text`` with the names in its replacement fields renamed (not the literal text,
+    not strings or attributes inside a field, not a format spec after a top-level ``:`` or ``!``)."""
+    out, i, depth, code = [], 0, 0, []
+
+    def flush() -> None:
+        out.append(FIELD_NAME.sub(lambda m: mapping.get(m.group(), m.group()), "".join(code)))
+        code.clear()
+
+    while i < len(text):
+        char = text[i]
+        if depth == 0:
+            if text.startswith("{{", i):
+                out.append("{{")
+                i += 2
+                continue
+            out.append(char)
+            depth += char == "{"
+        elif char in "'\"" and text[i] != text[_quote_index(text)]:
+            end = text.index(char, i + 1)  # a string inside a field: kept as it is
+            flush()
+            out.append(text[i : end + 1])
+            i = end
+        elif char in "{[(":
+            code.append(char)
+            depth += 1
+        elif char in "}])" and depth > 1:
+            code.append(char)
+            depth -= 1
+        elif char == "}" or depth == 1 and char in ":!" and not text.startswith("!=", i):
+            flush()
+            if char != "}":  # a format spec or conversion runs to the field's end, unrenamed
+                end = text.index("}", i)
+                out.append(text[i:end])
+                i = end
+                char = "}"
+            out.append(char)
+            depth = 0
+        else:
+            code.append(char)
+        i += 1
+    flush()
+    return "".join(out)
+
+
+def _quote_index(text: str) -> int:
+    return next(i for i, c in enumerate(text) if c in "'\"")
 
 
 RENAMINGS: dict[str, Optional[Callable[[str], str]]] = {
@@ -154,11 +209,15 @@ REVIEWED_LOST = frozenset(
         "actor_critic_detached_advantage",  # learn(x, target): target may be a caller's graph
         "agent_update_from_states",  # update(states, actions, returns) from unknown values
         "autograd_grad_once",  # x, y made before the loop: x @ w every pass
+        "batches_given_at_construction",  # Trainer(layer, pool) with pool from an unknown call
         "cycle_pass_on_detached_copy",  # x in both losses of a step
+        "dqn_learn_from_transitions",  # learn(*sample(6)) from unknown values (no longer data by their names)
         "gan_detached_fake",  # real and the labels in both losses
+        "inside_method",  # train_step(batch) given a batch from an unknown call (no longer data by its name)
         "keyword_among_arguments",  # model(x) in both backward calls
         "model_class_critic_step_first",  # set_batch(gray) from an unknown call: gray may hold a graph both losses walk
         "model_class_generator_step_first",  # feed(source, target) from unknown calls: the same
+        "trainer_keeps_last_loss",  # fit_batch(inputs, targets) from unknown calls (no longer data by their names)
     )
 ) | {
     # GF101 writes into a buffer known to be a tensor (``bank = torch.zeros(...)``); from an unseen

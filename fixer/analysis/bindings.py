@@ -108,7 +108,7 @@ def module_names(ctx: FileContext) -> set[str]:
             for target in node.targets:
                 for element, value in _unpacked(target, node.value):
                     name = dotted(element)
-                    if name and _is_module_construction(ctx, value, classes):
+                    if name and is_module_construction(ctx, value, classes):
                         found.add(name)
         found |= {field for field, name in held_for_life(ctx).items() if name in found}  # self.net given Trainer(net)
         return found
@@ -125,7 +125,7 @@ def _unpacked(target: ast.expr, value: ast.expr) -> Iterator[tuple[ast.expr, ast
         yield target, value
 
 
-def _is_module_construction(ctx: FileContext, value: ast.expr, classes: set[str]) -> bool:
+def is_module_construction(ctx: FileContext, value: ast.expr, classes: set[str]) -> bool:
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "cpu", "train", "eval", "double", "float"):
         value = value.func.value
     if not isinstance(value, ast.Call):
@@ -155,7 +155,7 @@ def _module_parameter(ctx: FileContext, scope, name: str) -> bool:
         argument = argument_of(call, name, position) if call is not None and caller is not scope else None
         if not isinstance(argument, ast.expr) or isinstance(argument, ast.Starred):
             return False
-        if not (dotted(argument) in module_names(own) or _is_module_construction(own, argument, module_classes(own))):
+        if not (dotted(argument) in module_names(own) or is_module_construction(own, argument, module_classes(own))):
             return False
         found = True
     return found

@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.names import value_names
 from fixer.analysis.class_model import construction_argument, written_only_in
-from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 STARRED = ast.Starred()
@@ -212,3 +212,24 @@ def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[
 def _own_self(method: Scope, value: ast.Name, cls: ast.ClassDef) -> bool:
     """``value`` is the ``self`` of a method of ``cls`` (``train_step(self, batch)`` in ``fit``)."""
     return method.class_node is cls and method.self_name is not None and value.id == method.self_name
+
+
+def path_instance(ctx: FileContext, scope: Scope, prefix: str) -> Optional[ast.ClassDef]:
+    """The class of this file whose instance ``prefix`` holds in ``scope``: a name bound only to
+    ``Cls(...)`` or a parameter every call passes one (``holds_instance``), or a field ``self.x``
+    its class's construction gives one (the constructing method's own ``self`` included)."""
+    classes = [c for c in statement_index(ctx).classes if ctx.parent(c) is ctx.tree]
+    root, _, field = prefix.partition(".")
+    if "." in field or field and root != scope.self_name:
+        return None
+    if not field:
+        found = [c for c in classes if holds_instance(ctx, scope, root, c)]
+        return found[0] if len(found) == 1 else None
+    given = life_field(ctx, scope, ast.Attribute(value=ast.Name(id=root, ctx=ast.Load()), attr=field, ctx=ast.Load()))
+    if not isinstance(given, ast.Name):
+        return None
+    home = scope_of(ctx, given)
+    if home.class_node is not None and given.id == home.self_name:
+        return home.class_node  # Helper(self) inside a method: the caller's class
+    found = [c for c in classes if holds_instance(ctx, home, given.id, c)]
+    return found[0] if len(found) == 1 else None

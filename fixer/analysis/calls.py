@@ -14,16 +14,18 @@ from fixer.analysis.imported_definitions import imported_class, imported_definit
 from fixer.analysis.instance_methods import instance_method
 from fixer.analysis.names import dotted, last_name, qualified, root_name, value_names
 from fixer.analysis.project_text import STEP_CALL
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scalers import is_scaler
+from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
+from fixer.analysis.class_model import attribute_writes
+from fixer.analysis.importers import project_call_sites
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
 
 AUTOGRAD_BACKWARD = ("torch.autograd.backward",)
 AUTOGRAD_GRAD = ("torch.autograd.grad",)
-# objects whose .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
-BACKWARD_OWNERS = re.compile(r"^(accelerator|fabric|engine|model_engine|deepspeed_engine)$")
-OPTIMIZER_NAME = re.compile(r"optim|Optim|OPTIM|(^|_)(opt|Opt|OPT)($|[_\dA-Z])")  # optimizer, opt, optD, g_opt
-NOT_OPTIMIZER = re.compile(r"sched|lr_|warmup|env|game|world|sim", re.IGNORECASE)
+# libraries whose objects' .backward(loss) backpropagates loss (accelerate, lightning fabric, deepspeed engines)
+BACKWARD_LIBRARIES = ("accelerate.", "lightning.", "lightning_fabric.", "pytorch_lightning.", "deepspeed.")
 
 
 @dataclass(frozen=True)
@@ -65,14 +67,30 @@ def backward_call(ctx: FileContext, node: ast.AST) -> Optional[BackwardCall]:
         return BackwardCall(node, node.args[0], "owner")
     if func.attr != "backward" or instance_method(ctx, node) is not None:
         return None  # ``wrapper.backward(loss)``: a project method, not a tensor's (training_calls reads it)
-    owner = last_name(receiver)
-    if owner and BACKWARD_OWNERS.match(owner) and node.args:
+    if node.args and dotted(receiver) in _backward_owners(ctx):
         return BackwardCall(node, node.args[0], "owner")
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" and receiver.args:
         return BackwardCall(node, receiver.args[0], "scaler")  # scaler.scale(loss).backward()
     if _names_no_value(ctx, receiver):
         return None  # Function.backward(ctx, grad): an autograd.Function, not a tensor
     return BackwardCall(node, receiver, "method")
+
+
+def _backward_owners(ctx: FileContext) -> frozenset[str]:
+    """Names this file binds to what such a library makes (``accelerator = Accelerator()``, the
+    engine ``deepspeed.initialize(...)`` returns first), whatever the names are."""
+
+    def compute() -> frozenset[str]:
+        found = set()
+        for assign in statement_index(ctx).assigns:
+            value = assign.value
+            if not (isinstance(value, ast.Call) and (qualified(ctx, value.func) or "").startswith(BACKWARD_LIBRARIES)):
+                continue
+            for target in assign.targets:
+                found.add(dotted(target.elts[0] if isinstance(target, (ast.Tuple, ast.List)) and target.elts else target))
+        return frozenset(found - {None})
+
+    return ctx.memo("backward_owners", compute)
 
 
 def _keyword_value(node: ast.Call, name: str) -> Optional[ast.expr]:
@@ -152,30 +170,56 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
     if is_scaler(ctx, node.func.value):
         inner = dotted(node.args[0]) if node.args else None
         return OptimizerCall(node, "step", inner, via_scaler=True) if inner else None
-    short = owner.rsplit(".", 1)[-1]
-    looks_like = OPTIMIZER_NAME.search(short) and not NOT_OPTIMIZER.search(short)
-    if len(node.args) <= 1 and (looks_like or owner in _bound_optimizers(ctx)):
+    if len(node.args) <= 1 and (owner in _bound_optimizers(ctx) or owner in _zeroed_and_stepped(ctx, node) or _given_optimizer(ctx, node, owner)):
         return OptimizerCall(node, "step", owner)
     return None
 
 
-def is_scaler(ctx: FileContext, receiver: ast.expr) -> bool:
-    """A gradient scaler: bound in this file to a ``GradScaler(...)``, or named one."""
-    return "scaler" in (last_name(receiver) or "").lower() or (dotted(receiver) or "") in _bound_scalers(ctx)
-
-
-def _bound_scalers(ctx: FileContext) -> frozenset[str]:
-    """Names this file binds to a ``GradScaler(...)``, whatever the names are."""
+def _zeroed_and_stepped(ctx: FileContext, node: ast.AST) -> frozenset[str]:
+    """Names that receive both ``.zero_grad()`` and a ``.step()`` of at most one argument in the
+    function around ``node``: an optimizer's protocol (a module has no ``step``, a scheduler or an
+    environment no ``zero_grad``), whatever the name."""
+    function = next((a for a in ctx.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), ctx.tree)
 
     def compute() -> frozenset[str]:
-        return frozenset(
-            name
-            for assign in statement_index(ctx).assigns
-            if len(assign.targets) == 1 and (name := dotted(assign.targets[0]))
-            and isinstance(assign.value, ast.Call) and (last_name(assign.value.func) or "").endswith("GradScaler")
-        )
+        zeroed, stepped = set(), set()
+        for call in walk(function):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (owner := dotted(call.func.value)):
+                if call.func.attr == "zero_grad":
+                    zeroed.add(owner)
+                elif call.func.attr == "step" and len(call.args) <= 1:
+                    stepped.add(owner)
+        return frozenset(zeroed & stepped)
 
-    return ctx.memo("bound_scalers", compute)
+    return ctx.memo(("zeroed_and_stepped", id(function)), compute)
+
+
+def _given_optimizer(ctx: FileContext, node: ast.AST, owner: str) -> bool:
+    """``owner`` is a parameter of the function around ``node`` that every call the project shows
+    (in this file and in the files importing it; one at least) passes an optimizer: constructed in
+    place or a name the caller's file binds to one; or a field that every write of an instance's
+    class (``self.owner.optimizer``, call_sites.path_instance) sets to an optimizer's construction."""
+    scope = scope_of(ctx, node)
+    if "." in owner:
+        prefix, _, attr = owner.rpartition(".")
+        cls = path_instance(ctx, scope, prefix)
+        writes = attribute_writes(ctx, cls).get(attr, []) if cls is not None else []
+        return bool(writes) and all(is_optimizer_construction(ctx, w.value) for w in writes)
+    if isinstance(scope.node, ast.Module) or parameter_position(scope, owner) is None:
+        return False
+    return ctx.memo(("given_optimizer", id(scope.node), owner), lambda: _every_call_passes_optimizer(ctx, scope, owner))
+
+
+def _every_call_passes_optimizer(ctx: FileContext, scope: Scope, owner: str) -> bool:
+    position, found = parameter_position(scope, owner), False
+    for own, caller, call in project_call_sites(ctx, scope):
+        argument = argument_of(call, owner, position) if call is not None and caller is not scope else None
+        if not isinstance(argument, ast.expr) or isinstance(argument, ast.Starred):
+            return False
+        if not (is_optimizer_construction(own, argument) or dotted(argument) in _bound_optimizers(own)):
+            return False
+        found = True
+    return found
 
 
 def is_optimizer_construction(ctx: FileContext, value: ast.expr) -> bool:

@@ -84,9 +84,10 @@ def init_parameter(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[s
     init = write.method.node
     if not write.every_call or not isinstance(write.stmt, ast.Assign):
         return None
-    if len(write.stmt.targets) != 1 or not isinstance(write.value, ast.Name):
+    value = _element_for(write.stmt, attr)  # self.a, self.b = a, b: element by element
+    if not isinstance(value, ast.Name):
         return None
-    name = write.value.id
+    name = value.id
     args = init.args
     if name not in [a.arg for a in args.posonlyargs + args.args[1:] + args.kwonlyargs]:
         return None
@@ -94,6 +95,17 @@ def init_parameter(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Optional[s
     if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for s in before for n in walk(s)):
         return None  # the parameter was rebound first
     return name
+
+
+def _element_for(stmt: ast.Assign, attr: str) -> Optional[ast.expr]:
+    """The value one plain assignment gives ``self.attr``, also as an element of a tuple assigned a tuple."""
+    if len(stmt.targets) != 1:
+        return None
+    target, value = stmt.targets[0], stmt.value
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        pairs = [(t, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Attribute) and t.attr == attr]
+        return pairs[0][1] if len(pairs) == 1 else None
+    return value
 
 
 def construction_argument(ctx: FileContext, cls: ast.ClassDef, attr: str, for_life: bool = True) -> Optional[ast.expr]:

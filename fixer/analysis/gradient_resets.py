@@ -12,7 +12,7 @@ import re
 from typing import Optional
 
 from fixer.analysis.call_events import call_events, resolved_callee
-from fixer.analysis.calls import is_scaler
+from fixer.analysis.scalers import is_scaler
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params, zeroes_for

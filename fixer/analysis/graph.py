@@ -15,13 +15,13 @@ from typing import Optional
 
 from fixer.analysis.arguments import bound_arguments
 from fixer.analysis.assignments import scope_assignments
-from fixer.analysis.bindings import defined_functions, imported_names, module_names, module_parameter
 from fixer.analysis.callees import called_function
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.module_forwards import forward_scope
-from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.module_values import PARAMETER, holds_module, module_argument
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.parameter_collections import PARAMETER as A_PARAMETER, loop_element
 from fixer.analysis.placed import Placed
@@ -49,18 +49,6 @@ CONTAINER_BUILTINS = frozenset({"tuple", "list"})  # hold what their argument ho
 CREATION = re.compile(
     r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
 )
-PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
-MODULE_NAME = re.compile(
-    r"^(model|net|network|module|encoder|decoder|generator|discriminator|critic|actor|policy|rnn|lstm|gru|"
-    r"classifier|backbone|head|netG|netD|G|D|student|teacher|\w*_model|\w*_net|model_\w+|net_\w+)$"
-)
-# a callee whose name starts with a verb is a function or method (`update_model`, `evaluate_model`),
-# never a value bound to a module
-VERB_NAME = re.compile(
-    r"^_*(update|evaluate|eval|train|test|validate|valid|build|make|create|get|load|save|run|compute|calc|"
-    r"calculate|init|initialize|setup|set|fit|prepare|copy|sync|soft|hard|reset|freeze|unfreeze|export|"
-    r"print|log|plot|show|check|apply|step|optimize|learn|sample|select|choose|define|construct|restore)_"
-)
 # torch.Tensor methods that carry the graph along: on an object known only by its `.backward()` call
 # (maybe a duck-typed loss wrapper), other methods return unknown
 TENSOR_METHODS = frozenset(
@@ -79,10 +67,11 @@ def _max(kinds) -> Kind:
 class GraphFacts:
     """Graph-carrying facts for one scope."""
 
-    def __init__(self, ctx: FileContext, scope: Scope, bound: Optional[dict[str, Kind]] = None):
+    def __init__(self, ctx: FileContext, scope: Scope, bound: Optional[dict[str, Kind]] = None, modules: frozenset[str] = frozenset()):
         self.ctx = ctx
         self.scope = scope
         self.bound = bound or {}  # parameters a caller's arguments give a graph (a call's summary)
+        self.modules = modules  # ... and those it gives a module
         self.bindings = scope_assignments(ctx, scope)  # (shared with every other asker of the scope's bindings)
         self.assignments = self.bindings.assignments
         self.backwarded: set[str] = set()
@@ -314,24 +303,21 @@ class GraphFacts:
             seen.discard(key)  # a second call of the function in this question is no recursion
 
     def _bound_returns_once(self, scope: Scope, call: ast.Call, at: ast.AST, seen: set, index: Optional[int]) -> Kind:
-        bound = {p: k for p, arg in bound_arguments(scope, call) if (k := self.kind(arg, at, seen)) >= Kind.LEAF}
+        arguments = bound_arguments(scope, call)
+        bound = {p: k for p, arg in arguments if (k := self.kind(arg, at, seen)) >= Kind.LEAF}
+        modules = frozenset(p for p, arg in arguments if module_argument(self.ctx, self.scope, arg, self.modules))
         own = scope.ctx or self.ctx
-        callee = own.memo(("bound_facts", id(scope.node), *sorted(bound.items())), lambda: GraphFacts(own, scope, bound)) if bound else None
+        key = ("bound_facts", id(scope.node), *sorted(bound.items()), *sorted(modules))
+        callee = own.memo(key, lambda: GraphFacts(own, scope, bound, modules)) if bound or modules else None
         values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None] if callee else []
         values = [v if index is None else v.elts[index] for v in values]
         return Kind.GRAPH if any(callee.kind(v, v, seen) == Kind.GRAPH for v in values) else Kind.UNKNOWN
 
     def is_module(self, func: ast.expr) -> bool:
-        """True if calling ``func`` runs an ``nn.Module`` forward pass."""
+        """True if calling ``func`` runs an ``nn.Module`` forward pass: the program makes it one
+        (module_values.holds_module); how it is spelled says nothing."""
         name = dotted(func)
-        if name is None:
-            return False
-        if name in module_names(self.ctx) or name in self._parameters() and module_parameter(self.ctx, self.scope, name):
-            return True
-        short = last_name(func) or ""
-        if not MODULE_NAME.match(short) or VERB_NAME.match(short) or short in defined_functions(self.ctx):
-            return False  # a name says "module" only for a value, never for a function or method
-        return name.partition(".")[0] not in imported_names(self.ctx)
+        return name is not None and holds_module(self.ctx, self.scope, name, self.modules)
 
     def sometimes_detached(self, name: str, at: ast.AST) -> bool:
         """True if some assignment of ``name`` reaching ``at`` holds no graph (``x = x.detach()``

@@ -5,12 +5,12 @@ comments attached to it (the order of its events is call_events.block_events).""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator, Optional
 
 from fixer.analysis.call_events import Event
 from fixer.analysis.call_sites import call_sites
-from fixer.analysis.calls import OPTIMIZER_TEXT, is_optimizer_construction, is_scaler
+from fixer.analysis.calls import OPTIMIZER_TEXT, is_optimizer_construction, optimizer_call
+from fixer.analysis.scalers import is_scaler
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
@@ -21,7 +21,6 @@ from fixer.nodes import walk
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody")
 # statements that may follow step() as part of one update: scaler.update(), scheduler.step()
-UPDATE_COMPANION = re.compile(r"(scaler|sched|lr_|warmup)", re.IGNORECASE)
 
 
 def is_plain_step(step: Event) -> bool:
@@ -234,13 +233,13 @@ def zeroes_for(ctx: FileContext, zeroed: str, optimizer: str) -> Optional[bool]:
     return True if any(_related(zeroed, model) or zeroed.startswith(model + ".") for model in stepped) else None
 
 
-def is_update_companion(stmt: ast.stmt) -> bool:
-    """``scaler.update()`` or ``scheduler.step()``: belongs right after the optimizer step."""
+def is_update_companion(ctx: FileContext, stmt: ast.stmt) -> bool:
+    """``scaler.update()`` or ``scheduler.step()``: an update with no arguments that is no optimizer
+    step (calls.optimizer_call), whatever its receiver is called; it belongs right after the step."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)):
         return False
-    func = stmt.value.func
-    owner = last_name(func.value) or ""
-    return func.attr in ("update", "step") and bool(UPDATE_COMPANION.search(owner))
+    call = stmt.value
+    return call.func.attr in ("update", "step") and not call.args and not call.keywords and optimizer_call(ctx, call) is None
 
 
 def scope_for(ctx: FileContext, node: ast.AST) -> Optional[Scope]:

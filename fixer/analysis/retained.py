@@ -13,20 +13,22 @@ arguments; an ``nn.Module`` attribute is a parameter (a leaf).
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fixer.analysis.bindings import module_names
 from fixer.analysis.flow import flowing_arguments
-from fixer.analysis.graph import CREATION, MODULE_NAME, PARAMETER, GraphFacts, Kind, facts
+from fixer.analysis.graph import CREATION, GraphFacts, Kind, facts
+from fixer.analysis.module_values import PARAMETER, holds_module, kept_on_module
 from fixer.analysis.names import dotted, import_aliases, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.placed import NOWHERE, Placed, start
 from fixer.analysis.plain_numbers import parameters, plain_attribute, plain_parameter
+from fixer.analysis.call_sites import parameter_position
 from fixer.analysis.callees import called_function
+from fixer.analysis.class_model import construction_argument
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
-from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, statement_index
+from fixer.analysis.training_regions import framework_training_step
+from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, scope_of, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -48,17 +50,6 @@ TENSOR_METHODS = frozenset(
      "square", "neg", "dot", "type_as", "expand_as", "view_as", "reshape_as"}
 )
 MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "setdefault", "put"})
-# parameters that by convention hold a data batch, not a graph
-DATA_PARAMETER = re.compile(
-    r"^(batch|batch_idx|batch_nb|dataloader_idx|data|inputs|input|targets|target|labels|label|images|imgs|samples|"
-    r"sample|obs|observations|\w+_batch|batch_\w+|x|xs|states?|next_states?|next_obs|observation|next_observations?|"
-    r"image|img)$"
-)
-# a transition's reward and termination signals: data however they are used
-TRANSITION_PARAMETER = re.compile(r"^(actions?|rewards?|dones?|terminals?|is_terminals?|not_dones?|masks?)$")
-DATA_SOURCE = re.compile(r"loader|data|batch|sampler|iter|split|episode|task|env", re.IGNORECASE)
-# ``model_input``, ``net_out``: named after a model, holding a tensor
-TENSOR_NAME = re.compile(r"(input|output|out|pred|logit|loss|feat|feature|hidden|state|emb|grad|score|prob)s?$", re.IGNORECASE)
 TRANSPARENT = (ast.With, ast.AsyncWith)  # blocks that always run their body
 
 
@@ -156,8 +147,8 @@ class GraphSources:
             self._visit(func.value, at, through_call, back, out, seen, bound)
 
     def _reads_tensor_of_module(self, call: ast.Call) -> bool:
-        """A project function the call runs reads a tensor-named attribute (``model.reg_loss``) of a
-        module it is given: a tensor kept on the module, as if read here."""
+        """A project function the call runs reads an attribute of a module it is given where the
+        program keeps a tensor (``model.reg_loss``, module_values.kept_on_module), as if read here."""
         given = [i for i, a in enumerate(call.args) if isinstance(a, (ast.Name, ast.Attribute)) and dotted(a) and self._is_module_path(dotted(a))]
         if not given:
             return False
@@ -168,7 +159,7 @@ class GraphSources:
         names = {params[i] for i in given if i < len(params)}
         return any(
             isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names and isinstance(n.ctx, ast.Load)
-            and TENSOR_NAME.search(n.attr) and not MODULE_NAME.match(n.attr)
+            and (kept_on_module(self.ctx, n.attr) or kept_on_module(callee.ctx or self.ctx, n.attr))
             for n in scope_nodes(callee)
         )
 
@@ -187,11 +178,7 @@ class GraphSources:
     def _is_module_path(self, name: str) -> bool:
         """``model``, ``self.encoder.weight``: a module or something it holds (a parameter)."""
         parts = name.split(".")
-        modules = module_names(self.ctx)
-        return any(
-            ".".join(parts[:i]) in modules or (MODULE_NAME.match(parts[i - 1]) and not TENSOR_NAME.search(parts[i - 1]))
-            for i in range(1, len(parts) + 1)
-        )
+        return any(holds_module(self.ctx, self.scope, ".".join(parts[:i]), self.graph.modules) for i in range(1, len(parts) + 1))
 
     # -- names -----------------------------------------------------------------------------
     def _name(self, expr, at, through_call, back, out, seen, bound) -> None:
@@ -205,7 +192,7 @@ class GraphSources:
             return
         if self._is_module_path(name):
             prefix, _, attribute = name.rpartition(".")
-            if prefix and TENSOR_NAME.search(attribute) and self._is_module_path(prefix):
+            if prefix and kept_on_module(self.ctx, attribute) and self._is_module_path(prefix):
                 out.unknown = True  # model.reg_loss: a tensor kept on a module, built who knows when
             return
         defs = self._reaching(name, at)
@@ -218,22 +205,27 @@ class GraphSources:
         """A name with no assignment reaching ``at`` in this scope."""
         root = name.split(".")[0]
         if "." in name:
-            if root == self.scope.self_name and name.count(".") == 1 and plain_attribute(self.ctx, self.scope, name):
-                return  # self.gamma: a number set in the class
+            if root == self.scope.self_name and name.count(".") == 1 and (plain_attribute(self.ctx, self.scope, name) or self._given_data(name)):
+                return  # self.gamma: a number set in the class; self.data: given data at construction
             if root == self.scope.self_name or root in parameters(self.scope) or root not in self.graph.assignments:
                 out.unknown = True  # self.cache, obj.hidden: set somewhere we cannot see
             else:
                 self._visit(expr.value, at, through_call, back, out, seen, bound)
         elif name in parameters(self.scope):
             if callers_pass_graph(self.ctx, self.scope, name) or not (
-                plain_parameter(self.scope, name)
-                or (through_call and DATA_PARAMETER.match(name))
-                or TRANSITION_PARAMETER.match(name)
-                or callers_pass_data(self.ctx, self.scope, name)
-            ):
+                plain_parameter(self.scope, name) or callers_pass_data(self.ctx, self.scope, name)
+                or framework_training_step(self.scope) and parameter_position(self.scope, name) in (0, 1)
+            ):  # (the batch and its index a LightningModule's training_step gets from the data loader)
                 out.unknown = True  # the caller's graph: it may backpropagate through it again
         elif not isinstance(self.scope.node, ast.Module) and _global_carries_graph(self.ctx, name):
             out.unknown = True
+
+    def _given_data(self, name: str) -> bool:
+        """``self.attr`` holds for life what the file's one construction of the class passes for
+        it, and that carries no graph (``Trainer(model, data)`` with ``data`` a list of tensors)."""
+        cls = self.scope.class_node
+        given = construction_argument(self.ctx, cls, name.split(".")[1]) if cls is not None else None
+        return given is not None and facts(self.ctx, scope_of(self.ctx, given)).kind(given, given) == Kind.NONE
 
     def _follow(self, name: str, definition: Def, through_call, back, out: Sources, seen: set) -> None:
         stmt, value = definition.stmt, definition.value
@@ -272,12 +264,12 @@ class GraphSources:
 
     def _loop_variable(self, loop: ast.AST, through_call, back, out: Sources, seen: set) -> None:
         """``for x in it``: elements of a container of graphs carry graphs; elements of a local
-        data container or of something named like a data source (``loader``) are data."""
+        data container are data; those of an iterable we cannot see are unknown."""
         inner = Sources()
         self._visit(loop.iter, loop, True, back, inner, seen, frozenset())
         if inner.graph_defs:
             out.merge(inner)
-        elif inner.unknown and not any(DATA_SOURCE.search(n) for n in _names(loop.iter)):
+        elif inner.unknown:
             out.unknown = True
 
     # -- reaching definitions ----------------------------------------------------------------
@@ -350,10 +342,6 @@ def _unpacks_names(value: Optional[ast.expr]) -> bool:
     if isinstance(value, ast.Subscript):
         return _unpacks_names(value.value) and isinstance(value.slice, ast.Constant)
     return isinstance(value, (ast.Tuple, ast.List)) and bool(value.elts) and all(_unpacks_names(e) for e in value.elts)
-
-
-def _names(expr: ast.expr) -> list[str]:
-    return [name for node in walk(expr) if (name := dotted(node))]
 
 
 def _container(node: ast.expr) -> ast.expr:

@@ -65,7 +65,7 @@ def _verdict(ctx: FileContext, scope: Scope, name: str) -> Optional[str]:
 
 def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[list[Kind]]:
     """The kinds of the positional arguments a call passes, ``*`` spreads included when the file
-    shows their elements (``f(*(a, b))``, ``f(*sample(6))`` of a function of this file whose every
+    shows their elements (``f(*(a, b))``, ``f(*sample(6))`` of a function of this project whose every
     return is a tuple of one length); None otherwise."""
     graph = facts(ctx, caller)
     kinds: list[Kind] = []
@@ -74,12 +74,12 @@ def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[l
             kinds.append(graph.kind(arg, call))
         elif isinstance(arg.value, (ast.Tuple, ast.List)):
             kinds.extend(graph.kind(e, call) for e in arg.value.elts)
-        elif isinstance(arg.value, ast.Call) and (callee := called_function(ctx, caller, arg.value.func, imported=False)):
+        elif isinstance(arg.value, ast.Call) and (callee := called_function(ctx, caller, arg.value.func)):
             returns = [n for n in scope_nodes(callee) if isinstance(n, ast.Return)]
             lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else -1 for r in returns}
             if not returns or len(lengths) != 1 or -1 in lengths:
                 return None
-            inner = facts(ctx, callee)
+            inner = facts(callee.ctx or ctx, callee)  # (a function of another project file, in its own file)
             kinds.extend(max(inner.kind(r.value.elts[i], r) for r in returns) for i in range(lengths.pop()))
         else:
             return None
