@@ -66,7 +66,7 @@ class Gradients(Observer):
         if call.kind != "backward":
             return
         if self._held is None:  # (once: the program's modules are built by its first backward)
-            self._held = {id(p) for m in gc.get_objects() if isinstance(m, torch.nn.Module) for p in m.parameters(recurse=False)}
+            self._held = {id(p) for m in gc.get_objects() if issubclass(type(m), torch.nn.Module) for p in m.parameters(recurse=False)}
         starts = self.recorder.iteration_starts
         start = starts[call.iteration - 1] if call.iteration else 0  # (positions of nodes built before this iteration)
         reached, marks, unset = self._walk([t.grad_fn for t in tensors if t.grad_fn is not None], start, beside=True)

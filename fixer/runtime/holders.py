@@ -6,8 +6,8 @@ cached on a module."""
 
 from __future__ import annotations
 
-import inspect
 import sys
+import types
 from collections import deque
 from dataclasses import dataclass
 from types import CodeType
@@ -67,11 +67,25 @@ def _kind(value: Any) -> int:
     return found
 
 
+# (decided from the type alone: ``inspect.ismodule(value)`` and its kin look up ``value.__class__``,
+# which a deprecated alias answers with a warning the program itself never triggers)
+UNHELD_TYPES = (
+    types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+    types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType,
+    types.ClassMethodDescriptorType, str, bytes, int, float,
+)
+
+
+def _is_descriptor_type(kind: type) -> bool:
+    """A method descriptor (``inspect.ismethoddescriptor``'s test, asked of the type)."""
+    return hasattr(kind, "__get__") and not hasattr(kind, "__set__")
+
+
 def _classify(value: Any) -> int:
     """Modules, classes, functions and plain scalars hold no graph; nor does a parameter (a leaf)
     or an optimizer (its state is made under no_grad)."""
     kind = type(value)
-    if inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value) or issubclass(kind, (str, bytes, int, float)):
+    if issubclass(kind, UNHELD_TYPES) or _is_descriptor_type(kind):
         return SKIPPED
     if issubclass(kind, torch.nn.Parameter):
         return PARAMETER
