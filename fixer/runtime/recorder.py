@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from fixer.runtime.library_calls import library_patches
 from fixer.runtime.observer import Observer
-from fixer.runtime.sites import Stack, caller_stack, is_user_code, user_stack
+from fixer.runtime.sites import Stack, caller_stack, forget_frames, is_user_code, user_stack
 from fixer.runtime.stopping import StopRun, insist
 
 try:  # our mode is pushed and popped at every library module call: the C calls, not their Python wrappers
@@ -45,6 +45,7 @@ except ImportError:  # a torch without them: the public spelling
 
 
 _GRAD = torch.Tensor.grad  # the descriptor whose reads reach our mode as ``_GRAD.__get__``
+_MethodWrapper = type(_GRAD.__get__)  # (a type test first: most functions have no ``__self__``)
 _Tensor, _getframe = torch.Tensor, sys._getframe  # (looked up once: they are used at every torch call)
 KEY = "graphfix"  # the key of our record in grad_fn.metadata
 KEEP_FIRST, KEEP_LAST = 64, 4096
@@ -95,7 +96,7 @@ class _Mode(TorchFunctionMode):
                     meta[KEY] = NodeRecord(position, stack)
                     recorder.last_seen[id(stack)] = position
                     recorder.position = position + 1
-            elif getattr(func, "__self__", None) is _GRAD:  # ``x.grad`` read by the program
+            elif type(func) is _MethodWrapper and func.__self__ is _GRAD:  # ``x.grad`` read by the program
                 recorder.notify("grad_read", args[0], out)
         elif out is None:  # ``t[i] = value``: the target's new node (a CopySlices) is built here
             target = args[0] if args else None
@@ -169,6 +170,7 @@ class Recorder:
                 self._watching(was_on)
 
     def record_call(self, kind: str, stack: Stack, **extra: Any) -> Call:
+        forget_frames()
         key = (kind, id(stack))
         if key in self._current:  # this site already ran in this iteration: a new one begins
             self.iteration_starts.append(self._last_call_position)
@@ -341,6 +343,7 @@ class Recorder:
         self._watching(True)
 
     def stop(self) -> None:
+        forget_frames()
         if self._mode_on:
             self._mode.__exit__(None, None, None)  # the program's own modes were popped by its own exits
             self._mode_on = False

@@ -5,6 +5,7 @@ torch) and outside graphfix itself. A stack is a tuple of ``(code, line)``, inne
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import os
 import sys
@@ -25,16 +26,26 @@ _kinds: dict[int, tuple[CodeType, int]] = {}
 _outermost: dict[int, CodeType] = {}
 _interned: dict[tuple, Stack] = {}  # (id(code), line, ...) -> the one stack for those frames
 _at: dict[tuple, Stack] = {}  # (id(code), f_lasti, ...) -> the interned stack: no line number computed
+# The second user frame of a recorded op's stack (held, so its id stays its own) -> its table:
+# (id(code), f_lasti) of the innermost user frame, with its own f_lasti -> the interned stack.
+_above: dict[int, tuple[FrameType, dict]] = {}
+_outermost_table: dict[tuple, Stack] = {}  # the same for a stack of one user frame
+ABOVE = 64  # frames held at most
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 def stop_at(code: CodeType) -> None:
     _outermost[id(code)] = code
     _kinds[id(code)] = (code, OUTERMOST)
+    _outermost_table.clear()
+    _above.clear()
 
 
 def add_library_dir(path: str) -> None:
     global _library_dirs
     _library_dirs = tuple(sorted({*_library_dirs, os.path.abspath(path) + os.sep}))
+    _outermost_table.clear()
+    _above.clear()
 
 
 for _key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -66,9 +77,50 @@ def is_user_code(code: CodeType) -> bool:
 
 def user_stack(frame: Optional[FrameType]) -> Stack:
     """The user frames from ``frame`` outward, innermost first (at most USER_FRAMES). Equal
-    stacks are one object (interned), so ``id(stack)`` is a cheap key. Run for every recorded op:
-    the walk keys on each user frame's instruction (``f_lasti``, read as is) and computes line
-    numbers (``f_lineno``, a search of the line table) only for a place not met before."""
+    stacks are one object (interned), so ``id(stack)`` is a cheap key. Run for every recorded op,
+    so it walks only up to the second user frame: what lies above that one is fixed while it is
+    alive (it waits on the call below it), so its table (``_above``) answers for the rest."""
+    kinds, start, inner = _kinds, frame, None
+    while frame is not None:
+        entry = kinds.get(id(frame.f_code))
+        kind = _kind(frame.f_code) if entry is None else entry[1]
+        if kind == USER:
+            if inner is not None:
+                break
+            inner = frame
+        elif kind == OUTERMOST:
+            frame = None
+            break
+        frame = frame.f_back
+    if inner is None:
+        return ()
+    key = (id(inner.f_code), inner.f_lasti)
+    if frame is None:
+        table = _outermost_table
+    else:
+        held = _above.get(id(frame))
+        if held is None or held[0] is not frame:
+            if frame.f_code.co_flags & _RESUMABLE:  # a generator's callers change at each resumption
+                return _walked(start)
+            if len(_above) >= ABOVE:
+                _above.clear()
+            held = _above[id(frame)] = (frame, {})
+        table, key = held[1], (*key, frame.f_lasti)
+    stack = table.get(key)
+    if stack is None:
+        stack = table[key] = _walked(start)
+    return stack
+
+
+def forget_frames() -> None:
+    """Drop the frames ``_above`` holds (at each backward and step, and at the end of a run):
+    one that returned meanwhile must not keep its locals alive much longer."""
+    _above.clear()
+
+
+def _walked(frame: Optional[FrameType]) -> Stack:
+    """The whole walk: keyed on each user frame's instruction (``f_lasti``, read as is), line
+    numbers (a search of the line table) computed only for a place not met before."""
     key: list = []
     kinds, start = _kinds, frame
     while frame is not None:
