@@ -36,6 +36,9 @@ def train_{i}(model, batches, optimizer, criterion):
         optimizer.step()
         running_loss += loss
     return running_loss
+
+
+train_{i}(model, batches, optimizer, criterion)
 '''
 
 # the same function without zero_grad (GF203 too), under other names
@@ -55,6 +58,9 @@ class Trainer{i}:
             self.optimizer.step()
             history.append(loss)
         return history
+
+
+Trainer{i}(model, optimizer).epoch(batches)
 '''
 
 CELL_LOOP = '''running_loss_{i} = 0.0
@@ -67,8 +73,13 @@ for inputs, targets in batches:
 print(running_loss_{i})
 '''
 
-HEADER = "import torch\n"
-NOTEBOOK_SETUP = "import torch\nmodel = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+# the data, model and optimizer every scope is called with (what makes them data, a module and an
+# optimizer to the analysis: facts, not their names)
+NOTEBOOK_SETUP = (
+    "import torch\nmodel = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "criterion = torch.nn.MSELoss()\nbatches = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(3)]\n"
+)
+HEADER = NOTEBOOK_SETUP
 
 
 def generated_source(size: int, kind: str = "mixed") -> str:

@@ -34,6 +34,8 @@ def train(model, loader, optimizer):
     return running_loss
 """
 GOOD_FIXED = GOOD.replace("running_loss += loss\n", "running_loss += loss.item()\n")
+# a call with a module, data and an optimizer: what makes them so to the analysis (not their names)
+CALLED = "\n\nnet = torch.nn.Linear(3, 1)\ntrain(net, [torch.randn(2, 3)], torch.optim.SGD(net.parameters(), lr=0.1))\n"
 
 
 def graphfix(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -54,7 +56,7 @@ def fix(text: str, **options) -> tuple[str, list[str]]:
 def test_form_feed_before_a_safe_fix_does_not_move_it(tmp_path):
     """D1: with a page break above, --fix deleted `loss.backward(...)` with exit 0."""
     body = "    for x in batches:\n        optimizer.zero_grad()\n        loss = model(x).sum()\n        loss.backward({})\n        optimizer.step()\n"
-    source = "import torch\n\x0c\ndef train(model, batches, optimizer):\n" + body.format("retain_graph=True")
+    source = "import torch\n\x0c\ndef train(model, batches, optimizer):\n" + body.format("retain_graph=True") + CALLED
     (tmp_path / "ff.py").write_bytes(source.encode())
     out = graphfix("--fix", "ff.py", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
