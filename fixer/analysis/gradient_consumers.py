@@ -17,7 +17,7 @@ from typing import Iterator, NamedTuple, Optional
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.graph import facts
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.names import dotted, qualified
+from fixer.analysis.names import LIST_ADDING, dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.analysis.shared_graph import flowing_nodes
@@ -25,7 +25,6 @@ from fixer.context import FileContext
 from fixer.nodes import walk
 
 MAX_DEPTH = 2  # caller levels followed from a helper that returns the gradients
-COLLECTING_METHODS = ("append", "extend", "insert")
 PENALTY = re.compile(r"\.(norm|pow|square|sum|mean|abs)\(|\*\*\s*2|torch\.(norm|sum|mean|square)\(")
 FIRST_ORDER = re.compile(r"first[_ -]?order|fomaml|reptile", re.IGNORECASE)
 
@@ -222,7 +221,7 @@ def _backward_calls_in(stmt: ast.stmt, consumers: dict[int, BackwardCall]) -> li
 def _collected_into(stmt: ast.Expr) -> set[str]:
     """``grads.append(autograd.grad(...))``: the list that now holds the gradients."""
     call = stmt.value
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in COLLECTING_METHODS:
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LIST_ADDING:
         name = dotted(call.func.value)
         return {name} if name else set()
     return set()
@@ -232,7 +231,7 @@ def _collects(ctx: FileContext, stmt: ast.Expr, derived: set[str]) -> bool:
     """``container.append(value)`` (or ``extend``, ``insert``) with a value derived from the gradients."""
     call = stmt.value
     return (
-        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in COLLECTING_METHODS
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LIST_ADDING
         and any(_flows(ctx, arg, derived) for arg in call.args)
     )
 
