@@ -7,7 +7,13 @@ that value, positioned at the read (its text is the read's), when the holder's o
 binding is that literal or construction, nothing stores into or through the holder in the scope
 (nor passes it to a call; a dict or tuple may not have a method called on it either), and the
 stored name has the same reaching bindings at the read as at the store. Otherwise None: a holder
-that may have changed yields no fact. ``held_attribute`` answers the same for a dotted name."""
+that may have changed yields no fact. ``held_attribute`` answers the same for a dotted name.
+
+The holder may be a field of the method's own object (``self.out["loss"]`` after ``self.out =
+{"loss": loss}`` in the same method): then also no method of that object may run in between (nor
+the object be handed to a call), since a method could store into the field. A call of a field
+(``self.critic(x)``) is no method only when the class has no base and defines no method of that
+name."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from typing import Optional
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import class_methods, constructor_field
+from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 
@@ -24,15 +31,24 @@ READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "index", 
 
 
 def held_name(ctx: FileContext, scope: Scope, read: ast.expr) -> Optional[ast.Name]:
-    if not isinstance(read, (ast.Subscript, ast.Attribute)) or not isinstance(read.value, ast.Name):
+    if not isinstance(read, (ast.Subscript, ast.Attribute)) or _holder(scope, read.value) is None:
         return None
     if isinstance(read, ast.Subscript) and not isinstance(read.slice, ast.Constant):
         return None
     return ctx.memo(("held_name", id(read)), lambda: _resolve(ctx, scope, read))
 
 
+def _holder(scope: Scope, node: ast.expr) -> Optional[str]:
+    """``out``, or ``self.out`` (a field of the method's own object): a holder whose bindings the scope shows."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and scope.self_name and node.value.id == scope.self_name:
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
 def _resolve(ctx: FileContext, scope: Scope, read: ast.expr) -> Optional[ast.Name]:
-    stored = _stored_name(ctx, scope, read.value.id, read, read)
+    stored = _stored_name(ctx, scope, _holder(scope, read.value), read, read)
     if stored is None:
         return None
     name = ast.copy_location(ast.Name(id=stored, ctx=ast.Load()), read)
@@ -58,11 +74,14 @@ def _stored_name(ctx: FileContext, scope: Scope, holder: str, read: ast.expr, at
     if len(defs) != 1 or not isinstance(defs[0][1], (ast.Dict, ast.Tuple, ast.Call)):
         return None
     stmt, value = defs[0]
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Attribute)) and dotted(stmt.targets[0]) == holder):
         return None
     stored_into, called = _touched(ctx, scope)
     if holder in stored_into or isinstance(read, ast.Subscript) and holder in called:
         return None  # an object's methods can change only what its class model says they write
+    owner = holder.partition(".")[0] if "." in holder else None
+    if owner is not None and (_handed_on(ctx, scope, owner) or _own_method_called(ctx, scope, owner)):
+        return None  # a field: a method of its object (or a call given the object) may store into it
     stored = _stored(ctx, value, read, holder in called)
     if not isinstance(stored, ast.Name) or stored.id == holder:
         return None
@@ -98,6 +117,26 @@ def _stored(ctx: FileContext, value: Optional[ast.expr], read: ast.expr, methods
     return bound.get(param)
 
 
+def _handed_on(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """``name`` itself is an argument of a call in the scope."""
+    return any(
+        isinstance(a, ast.Name) and a.id == name or isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and a.value.id == name
+        for node in scope_nodes(scope) if isinstance(node, ast.Call) for a in [*node.args, *(k.value for k in node.keywords)]
+    )
+
+
+def _own_method_called(ctx: FileContext, scope: Scope, owner: str) -> bool:
+    """A call ``self.m(...)`` in the scope that may run a method of the object: the class has a
+    base (an inherited method), or defines ``m``."""
+    cls = scope.class_node
+    methods = class_methods(ctx, cls) if cls is not None else {}
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and dotted(node.func.value) == owner:
+            if cls is None or cls.bases or cls.keywords or node.func.attr in methods:
+                return True
+    return False
+
+
 def _touched(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[str]]:
     """(names stored into, through, deleted from or passed to a call; names a method is called on,
     other than a reading one) in the scope."""
@@ -108,15 +147,17 @@ def _touched(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[
             if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
                 base = node.value
                 while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    stored.add(dotted(base) or "")  # ``self.out["k"] = v`` stores into ``self.out`` (and ``self``)
                     base = base.value
                 if isinstance(base, ast.Name):
                     stored.add(base.id)
             elif isinstance(node, ast.Call):
-                stored |= {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+                arguments = [*node.args, *(k.value for k in node.keywords)]
+                stored |= {name for a in arguments if isinstance(a, (ast.Name, ast.Attribute)) and (name := dotted(a))}
                 stored |= {a.value.id for a in node.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)}
                 func = node.func
-                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr not in READING_METHODS:
-                    called.add(func.value.id)
+                if isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute)) and func.attr not in READING_METHODS:
+                    called.add(dotted(func.value) or "")
         return frozenset(stored), frozenset(called)
 
     return ctx.memo(("touched_holders", id(scope.node)), compute)
