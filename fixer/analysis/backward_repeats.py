@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, NamedTuple, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, optimizer_calls, retains_graph
 from fixer.analysis.graph import facts
 from fixer.analysis.helper_backwards import helper_backwards, returning_helpers
 from fixer.analysis.names import dotted
@@ -18,7 +18,6 @@ from fixer.analysis.scopes import Scope
 from fixer.analysis.shared_graph import (
     backwarded_again_after_loop,
     graph_origins,
-    retains_graph,
     runs_after_in_same_pass,
     same_pass_later,
     same_value,

@@ -13,9 +13,9 @@ from typing import Optional
 
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.built_before_loop import body_nodes, built_before, recompute_kind, updates_leaves
-from fixer.analysis.calls import BackwardCall, backward_call, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, frees_graph
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.graph_reuse import derived_names, frees_graph, innermost_loop, inside, reaches, repeats_per_iteration
+from fixer.analysis.graph_reuse import derived_names, innermost_loop, inside, reaches, repeats_per_iteration
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls

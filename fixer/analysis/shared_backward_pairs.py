@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, NamedTuple, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, retains_graph
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.shared_backwards import (
@@ -23,7 +23,7 @@ from fixer.analysis.shared_backwards import (
     strictly_between,
     strictly_inside,
 )
-from fixer.analysis.shared_graph import Origin, retains_graph, same_pass_later
+from fixer.analysis.shared_graph import Origin, same_pass_later
 from fixer.analysis.training_calls import training_calls
 from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.analysis.wrapped_backward import backward_wrapper_argument
