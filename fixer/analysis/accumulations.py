@@ -21,6 +21,7 @@ from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
 from fixer.analysis.threaded import persistent_argument, threaded_parameter
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 
 CONCATENATE = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack", "torch.row_stack"})
@@ -82,7 +83,7 @@ def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[
         return None
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         call = node.value
-        if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend") and len(call.args) == 1 and not call.keywords:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in SEQUENCE_ADDS and len(call.args) == 1 and not call.keywords:
             base = call.func.value
             while isinstance(base, ast.Subscript):  # history["loss"].append(loss)
                 base = base.value

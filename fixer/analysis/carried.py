@@ -36,8 +36,9 @@ from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, returned_into
 from fixer.analysis.training_calls import training_calls
 from fixer.context import FileContext
+from fixer.analysis.vocabulary import SEQUENCE_ADDS_ONE
 
-CONTAINER_STORES = frozenset({"append", "appendleft", "insert"})
+CONTAINER_STORES = SEQUENCE_ADDS_ONE
 
 
 @dataclass(frozen=True)

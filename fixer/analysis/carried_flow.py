@@ -12,8 +12,9 @@ from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, enclosing_block, walk_local
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import MERGES, QUEUE_ADDS, SEQUENCE_ADDS, SET_ADDS
 
-MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "put", "push"})
+MUTATORS = SEQUENCE_ADDS | SET_ADDS | QUEUE_ADDS | MERGES
 
 
 def names_in(expr: Optional[ast.AST]) -> set[str]:

@@ -30,6 +30,7 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 NUMBER_CONVERSIONS = frozenset({"float", "int"})
 ELEMENT_METHODS = frozenset({"items", "values"})  # for k, v in d.items() / for v in d.values()
@@ -83,7 +84,7 @@ def _addition(node: ast.AST, me: str) -> Optional[tuple[str, ast.expr]]:
         return None
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
         call = node.value
-        if call.func.attr in ("append", "extend") and len(call.args) == 1 and not call.keywords:
+        if call.func.attr in SEQUENCE_ADDS and len(call.args) == 1 and not call.keywords:
             field = _field(call.func.value, me)
             return (field, call.args[0]) if field else None
     return None

@@ -17,6 +17,7 @@ from fixer.analysis.names import dotted
 from fixer.analysis.object_fields import field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 
 def only_through_container(ctx: FileContext, value: CarriedValue) -> bool:
@@ -65,7 +66,7 @@ def episode_buffers(ctx: FileContext, scope, value: CarriedValue) -> list[str]:
                 buffers.append(name)
         return buffers
     for node in walk(it.node):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SEQUENCE_ADDS):
             continue
         name = dotted(node.func.value)
         if not name or name in buffers or name not in feeding.live:
@@ -81,6 +82,6 @@ def _appends_to_attribute(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("append", "extend", "insert", "appendleft")
+        and node.func.attr in SEQUENCE_ADDS
         and isinstance(node.func.value, ast.Attribute)
     )

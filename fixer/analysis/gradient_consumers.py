@@ -17,12 +17,13 @@ from typing import Iterator, NamedTuple, Optional
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.graph import facts
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.names import LIST_ADDING, dotted, qualified
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 MAX_DEPTH = 2  # caller levels followed from a helper that returns the gradients
 PENALTY = re.compile(r"\.(norm|pow|square|sum|mean|abs)\(|\*\*\s*2|torch\.(norm|sum|mean|square)\(")
@@ -221,7 +222,7 @@ def _backward_calls_in(stmt: ast.stmt, consumers: dict[int, BackwardCall]) -> li
 def _collected_into(stmt: ast.Expr) -> set[str]:
     """``grads.append(autograd.grad(...))``: the list that now holds the gradients."""
     call = stmt.value
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LIST_ADDING:
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in SEQUENCE_ADDS:
         name = dotted(call.func.value)
         return {name} if name else set()
     return set()
@@ -231,7 +232,7 @@ def _collects(ctx: FileContext, stmt: ast.Expr, derived: set[str]) -> bool:
     """``container.append(value)`` (or ``extend``, ``insert``) with a value derived from the gradients."""
     call = stmt.value
     return (
-        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LIST_ADDING
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in SEQUENCE_ADDS
         and any(_flows(ctx, arg, derived) for arg in call.args)
     )
 

@@ -16,8 +16,9 @@ from fixer.analysis.scopes import scope_nodes, scopes
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import MERGES, SEQUENCE_ADDS, SET_ADDS
 
-STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft"})
+STORING_METHODS = SEQUENCE_ADDS | SET_ADDS | MERGES
 
 
 def keeps_argument(ctx: FileContext, cls: ast.ClassDef, method: str) -> Optional[bool]:

@@ -27,6 +27,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
+from fixer.analysis.vocabulary import KEYED_ADDS, MERGES, SEQUENCE_ADDS, SEQUENCE_ADDS_ONE
 
 TORCH = "torch"  # a module class of torch itself
 WRAPPERS = frozenset(
@@ -209,9 +210,9 @@ def _added(node: ast.AST, name: str) -> Union[ast.expr, bool, None]:
     """The element ``node`` adds to the container ``name`` (``name.append(e)``, ``name[k] = e``),
     False if it changes the container otherwise, None if it does not touch it."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and dotted(node.func.value) == name:
-        if node.func.attr == "append" and len(node.args) == 1 and not node.keywords:
+        if node.func.attr in SEQUENCE_ADDS_ONE and len(node.args) == 1 and not node.keywords:
             return node.args[0]
-        return False if node.func.attr in ("extend", "insert", "update", "setdefault", "__setitem__") else None
+        return False if node.func.attr in SEQUENCE_ADDS | MERGES | KEYED_ADDS else None
     if isinstance(node, ast.Assign) and len(node.targets) == 1:
         target = node.targets[0]
         if isinstance(target, ast.Subscript) and dotted(target.value) == name:

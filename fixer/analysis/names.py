@@ -10,8 +10,6 @@ from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
-LIST_ADDING = ("append", "extend", "insert")  # the list methods that put a value into the list
-
 
 def dotted(node: ast.AST) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""

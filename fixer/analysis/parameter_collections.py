@@ -22,9 +22,10 @@ from fixer.analysis.arguments import bound_arguments, parameters
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.call_sites import call_sites, uses_of
 from fixer.analysis.class_model import attribute_writes, class_methods
-from fixer.analysis.names import LIST_ADDING, dotted
+from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
+from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 PARAMETER, NOTHING = "parameter", "nothing"
 
@@ -157,7 +158,7 @@ def _additions(ctx: FileContext, cls: ast.ClassDef, attr: str) -> list[tuple[Sco
     found = []
     for method in class_methods(ctx, cls).values():
         for node in scope_nodes(method):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LIST_ADDING \
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SEQUENCE_ADDS \
                     and dotted(node.func.value) == f"{method.self_name}.{attr}" and node.args:
                 found.append((method, node))
     return found
@@ -173,7 +174,7 @@ def _written_outside(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
             return True  # an element replaced, here or elsewhere
         if scope.class_node is cls and scope.self_name and dotted(node.value) == scope.self_name:
             continue  # the class's own writes and additions are read as such
-        if isinstance(node.ctx, (ast.Store, ast.Del)) or isinstance(parent, ast.Attribute) and parent.attr in LIST_ADDING:
+        if isinstance(node.ctx, (ast.Store, ast.Del)) or isinstance(parent, ast.Attribute) and parent.attr in SEQUENCE_ADDS:
             return True
     return False
 

@@ -31,6 +31,7 @@ from fixer.analysis.training_regions import framework_training_step
 from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, scope_of, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
+from fixer.analysis.vocabulary import ADDS
 
 DETACHING = frozenset(
     {"detach", "detach_", "item", "tolist", "numpy", "data_ptr", "size", "dim", "numel", "nelement", "element_size",
@@ -49,7 +50,7 @@ TENSOR_METHODS = frozenset(
      "repeat", "gather", "index_select", "masked_fill", "clamp", "chunk", "split", "std", "var", "prod", "cumsum",
      "square", "neg", "dot", "type_as", "expand_as", "view_as", "reshape_as"}
 )
-MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "setdefault", "put"})
+MUTATORS = ADDS
 TRANSPARENT = (ast.With, ast.AsyncWith)  # blocks that always run their body
 
 

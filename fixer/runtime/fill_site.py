@@ -13,8 +13,8 @@ from types import CodeType
 from typing import Optional
 
 from fixer.nodes import child_nodes, walk
+from fixer.analysis.vocabulary import ADDS
 
-_MUTATORS = ("append", "extend", "insert", "add", "update", "__setitem__")
 
 
 @lru_cache(maxsize=64)
@@ -44,7 +44,7 @@ def _stores(node: ast.AST, name: str, attribute: bool) -> bool:
         return any(_named(t, name, attribute) for target in targets for t in walk(target))
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
-        return isinstance(func, ast.Attribute) and func.attr in _MUTATORS and _named(func.value, name, attribute)
+        return isinstance(func, ast.Attribute) and func.attr in ADDS and _named(func.value, name, attribute)
     return False
 
 

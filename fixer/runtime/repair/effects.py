@@ -13,6 +13,7 @@ from typing import Optional
 
 from fixer.context import FileContext
 from fixer.nodes import walk
+from fixer.analysis.vocabulary import CHANGES
 
 RANDOM = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
@@ -22,7 +23,6 @@ RANDOM = {
 }
 STATEFUL = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d"}
 OUTSIDE = {"print", "open", "input", "save", "load", "write", "read", "next", "savefig", "add_scalar", "dump", "send", "recv"}
-MUTATORS = {"append", "extend", "insert", "pop", "update", "remove", "clear", "setdefault", "popitem", "discard"}
 
 
 def _called(node: ast.Call) -> str:
@@ -59,7 +59,7 @@ def _why(node: ast.AST) -> Optional[str]:
             return f"reads or writes outside the computation (`{text}`)"
         if name.endswith("_") and not name.endswith("__") and isinstance(node.func, ast.Attribute):
             return f"changes a tensor in place (`{text}`)"
-        if name in MUTATORS and isinstance(node.func, ast.Attribute):
+        if name in CHANGES and isinstance(node.func, ast.Attribute):
             return f"changes a container in place (`{text}`)"
     return None
 

@@ -28,9 +28,9 @@ from fixer.rule import Edit
 from fixer.runtime.report import Finding, Piece
 from fixer.runtime.repair.cuts import mark_edit, marked
 from fixer.runtime.repair.candidate import Candidate, candidate, context, enclosing_function, held_name, statement_at
+from fixer.analysis.vocabulary import SEQUENCE_ADDS, SET_ADDS
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_MUTATORS = ("append", "extend", "insert", "add")
 
 
 def _parts(holder: str) -> tuple[str, str]:
@@ -68,7 +68,7 @@ def _appended(stmt: ast.stmt, name: str) -> Optional[ast.expr]:
     """The value of ``name.append(value)`` (or extend, insert, add)."""
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func
-        if isinstance(func, ast.Attribute) and func.attr in _MUTATORS and _names(func.value, name) and stmt.value.args:
+        if isinstance(func, ast.Attribute) and func.attr in SEQUENCE_ADDS | SET_ADDS and _names(func.value, name) and stmt.value.args:
             return stmt.value.args[-1]
     return None
 

@@ -1,0 +1,22 @@
+"""What the methods of Python's own containers do to their holder, in one place: every analysis that
+asks "does this call put a value into a container (and keep it there)?" and the runtime repair's
+"does this statement change a container?" read these sets.
+
+The sequence methods (``list``, ``deque``) are named by nothing else a training program calls, so
+their name says what the call does. ``add``, ``put``, ``push`` and ``update`` are just as often
+methods of the program's own classes (a meter's ``update(loss)`` that keeps a float): an analysis
+reads them as container additions only where its receiver is known to be a container, or where
+being wrong only makes it more careful. Data only; no import from the rest of the analysis."""
+
+from __future__ import annotations
+
+SEQUENCE_ADDS_ONE = frozenset({"append", "appendleft", "insert"})  # keeps its last argument
+SEQUENCE_ADDS_MANY = frozenset({"extend", "extendleft"})  # keeps the elements of its argument
+SEQUENCE_ADDS = SEQUENCE_ADDS_ONE | SEQUENCE_ADDS_MANY
+SET_ADDS = frozenset({"add"})
+QUEUE_ADDS = frozenset({"put", "push"})
+MERGES = frozenset({"update"})  # keeps the items of a mapping (or of keyword arguments)
+KEYED_ADDS = frozenset({"setdefault", "__setitem__"})  # keeps a value under a key
+ADDS = SEQUENCE_ADDS | SET_ADDS | QUEUE_ADDS | MERGES | KEYED_ADDS  # every call that puts a value into a container
+REMOVES = frozenset({"pop", "popleft", "popitem", "remove", "discard", "clear"})
+CHANGES = ADDS | REMOVES  # every call that changes what a container holds
