@@ -79,21 +79,28 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import backward_calls
-from fixer.analysis.carried import CarriedValue, Iteration, carried_values
-from fixer.analysis.carried_flow import inside, position
-from fixer.analysis.episode_buffers import episode_buffers, only_through_container
-from fixer.analysis.graph import Kind, facts
-from fixer.analysis.names import dotted
-from fixer.analysis.number_starts import is_number, may_start_as_number
-from fixer.analysis.object_fields import is_tensor_buffer
-from fixer.analysis.scopes import scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.carried import CarriedValue, carried_values
+from fixer.analysis.carried_cuts import (
+    DETACH_STORES,
+    EMPTY_BUFFERS,
+    band_aid,
+    body_statement,
+    cut_kind,
+    cut_shape,
+    is_not_none_test,
+    noop_detach_loop,
+    read_after,
+    starts_as_number,
+    stored_graphs,
+    target_read_elsewhere,
+)
+from fixer.analysis.episode_buffers import episode_buffers
+from fixer.analysis.names import torch_alias
+from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
-from fixer.edits.values import detached_text
-from fixer.nodes import walk
+from fixer.edits.keywords import remove_keyword
+from fixer.edits.values import detach_edit, detached_text
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
-
-ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
 class GraphCarriedAcrossIterations(Rule):
@@ -108,16 +115,17 @@ class GraphCarriedAcrossIterations(Rule):
                 yield self._report(ctx, scope, value)
 
     def _report(self, ctx: FileContext, scope, value: CarriedValue) -> Diagnostic:
-        if value.container and value.read_after_store and only_through_container(ctx, value) and not is_tensor_buffer(ctx, value.initial):
+        kind = cut_kind(ctx, value)
+        if kind == EMPTY_BUFFERS:
             node = value.stores[0][0]
             buffers = episode_buffers(ctx, scope, value)
             edits = _clear_edits(ctx, value, buffers)
             when = "after this call's backward" if value.stored_elsewhere else "at the start of each iteration"
             fix = f"empty {', '.join(f'`{b}`' for b in buffers)} {when}"
             unsafe = True
-        elif value.container:
+        elif kind == DETACH_STORES:
             node = value.stores[0][0]
-            edits = _store_edits(ctx, scope, value)
+            edits = [detach_edit(ctx, part) for part in stored_graphs(ctx, scope, value)]
             fix = f"`{value.name}` stores detached values"
             unsafe = value.read_after_store
         else:
@@ -128,9 +136,8 @@ class GraphCarriedAcrossIterations(Rule):
             if _cut_line(value) is None:
                 fix += f" (for a tuple: `{name} = tuple(h.detach() for h in {name})`)"
             unsafe = False
-        band_aid = _band_aid(ctx, scope, value) if edits else None
-        if band_aid is not None:
-            edits.append(band_aid)
+        if edits and band_aid(ctx, scope, value):  # retain_graph=True on the iteration's only backward goes
+            edits.append(remove_keyword(ctx, value.iteration.backward.node, "retain_graph"))
             unsafe = True
         message = (
             f"`{value.name}` carries its autograd graph into the next iteration, whose backward walks the graph "
@@ -138,16 +145,6 @@ class GraphCarriedAcrossIterations(Rule):
         )
         applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
         return self.diagnostic(ctx, node, message, edits, applicability, title=f"Detach `{value.name}` at the iteration boundary")
-
-
-def _torch_alias(ctx: FileContext) -> Optional[str]:
-    """The name ``import torch`` (or ``import torch as th``) binds, if any."""
-    for node in statement_index(ctx).imports:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "torch":
-                    return alias.asname or "torch"
-    return None
 
 
 def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
@@ -165,12 +162,9 @@ def _clear_edits(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> l
 def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[str]) -> list[Edit]:
     """Buffers filled by other methods are emptied once this call's backward has used them, if
     nothing reads them after it."""
-    stmt = _body_statement(ctx, value.iteration, value.iteration.backward.node)
-    if stmt is None or not ctx.is_own_line(stmt):
+    stmt = body_statement(ctx, value.iteration, value.iteration.backward.node)
+    if stmt is None or not ctx.is_own_line(stmt) or read_after(value, buffers, stmt):
         return []
-    for node in walk(value.iteration.node):
-        if isinstance(node, ast.Attribute) and dotted(node) in buffers and position(node) > (stmt.end_lineno, 0):
-            return []
     at = ctx.line_end(stmt.end_lineno)
     before = ctx.newline if not ctx.source[:at].endswith(("\n", "\r")) else ""
     indent, nl = ctx.indent_of(stmt.lineno), ctx.newline
@@ -178,24 +172,24 @@ def _clear_after_backward(ctx: FileContext, value: CarriedValue, buffers: list[s
 
 
 def _cut_line(value: CarriedValue) -> Optional[str]:
-    cut = detached_text(value.name, "tensor" if is_number(value.initial) else value.shape)
+    cut = detached_text(value.name, cut_shape(value))
     return f"{value.name} = {cut}" if cut else None
 
 
 def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:
     """Insert the cut before the statement of the iteration body that first reads the value."""
     line = _cut_line(value)
-    stmt = _body_statement(ctx, value.iteration, value.read)
+    stmt = body_statement(ctx, value.iteration, value.read)
     if stmt is None or not ctx.is_own_line(stmt) or not value.defined_before:
         return []
-    torch = _torch_alias(ctx)
-    if line is None and _noop_detach_loop(stmt, value.name) and torch is not None:
+    torch = torch_alias(ctx)
+    if line is None and noop_detach_loop(stmt, value.name) and torch is not None:
         # iterated, so a tensor or a tuple of tensors (an RNN's h or an LSTM's (h, c))
         name = value.name
         line = f"{name} = {name}.detach() if {torch}.is_tensor({name}) else tuple(h.detach() for h in {name})"
     if line is None:
         return []
-    if is_number(value.initial) or may_start_as_number(ctx, scope, value):
+    if starts_as_number(ctx, scope, value):
         if torch is None:
             return []
         # starts as a number (`total = 0`, or maybe: `total = start()`): a tensor only from the second pass on
@@ -206,87 +200,13 @@ def _boundary_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:
     if isinstance(value.initial, ast.Constant) and value.initial.value is not None:
         return []
     guard = value.initial is None or isinstance(value.initial, ast.Constant)
-    if guard and _is_not_none_test(stmt, value.name) and ctx.is_own_line(stmt.body[0]):
+    if guard and is_not_none_test(stmt, value.name) and ctx.is_own_line(stmt.body[0]):
         stmt, guard = stmt.body[0], False  # `if hidden is not None:` already guards: cut first thing inside
     indent = ctx.indent_of(stmt.lineno)
     nl = ctx.newline
-    if not guard and _noop_detach_loop(stmt, value.name) and not _target_read_elsewhere(ctx, stmt):
+    if not guard and noop_detach_loop(stmt, value.name) and not target_read_elsewhere(ctx, stmt):
         # `for s in state: s.detach()` drops every result: the cut takes its place
         return [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), f"{indent}{line}{nl}")]
     text = f"{indent}if {value.name} is not None:{nl}{indent}{ctx.indent_unit}{line}{nl}" if guard else f"{indent}{line}{nl}"
     start = ctx.line_start(stmt.lineno)
     return [Edit(start, start, text)]
-
-
-def _noop_detach_loop(stmt: ast.stmt, name: str) -> bool:
-    """``for s in name: s.detach()``: a loop whose body only drops ``detach()`` results."""
-    if not isinstance(stmt, ast.For) or stmt.orelse or dotted(stmt.iter) != name or not isinstance(stmt.target, ast.Name):
-        return False
-    return all(
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not s.value.args and isinstance(s.value.func, ast.Attribute)
-        and s.value.func.attr == "detach" and dotted(s.value.func.value) == stmt.target.id
-        for s in stmt.body
-    )
-
-
-def _target_read_elsewhere(ctx: FileContext, loop: ast.For) -> bool:
-    """The loop's variable is read outside the loop (``return state, s``): the loop stays."""
-    name = loop.target.id
-    inner = {id(n) for n in walk(loop)}
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inner
-        for n in scope_nodes(scope_of(ctx, loop))
-    )
-
-
-def _is_not_none_test(stmt: ast.stmt, name: str) -> bool:
-    test = getattr(stmt, "test", None)
-    return (
-        isinstance(stmt, ast.If)
-        and isinstance(test, ast.Compare)
-        and dotted(test.left) == name
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
-
-
-def _body_statement(ctx: FileContext, iteration: Iteration, node: ast.AST) -> Optional[ast.stmt]:
-    for parent in [node, *ctx.ancestors(node)]:
-        if any(parent is s for s in iteration.body):
-            return parent
-    return None
-
-
-def _store_edits(ctx: FileContext, scope, value: CarriedValue) -> list[Edit]:
-    graph = facts(ctx, scope)
-    edits = []
-    for stmt, stored in value.stores:
-        parts = stored.elts if isinstance(stored, ast.Tuple) else [stored]
-        for part in parts:
-            if graph.kind(part, stmt) != Kind.GRAPH:
-                continue
-            text = ctx.text(part)
-            start, end = ctx.span(part)
-            edits.append(Edit(start, end, f"{text}.detach()" if isinstance(part, ATOMS) else f"({text}).detach()"))
-    return edits
-
-
-def _band_aid(ctx: FileContext, scope, value: CarriedValue) -> Optional[Edit]:
-    """Remove ``retain_graph=True`` from the iteration's only backward call."""
-    call = value.iteration.backward
-    keyword = call.keyword("retain_graph")
-    if keyword is None or call.flag("retain_graph") is not True:
-        return None
-    inside_iteration = [c for c in backward_calls(ctx, scope) if inside(ctx, c.node, value.iteration.node)]
-    if len(inside_iteration) != 1:
-        return None
-    arguments = [*call.node.args, *call.node.keywords]
-    index = next(i for i, a in enumerate(arguments) if a is keyword)
-    start, end = ctx.span(keyword)
-    if index > 0:
-        start = ctx.span(arguments[index - 1])[1]
-    elif len(arguments) > 1:
-        end = ctx.span(arguments[1])[0]
-    return Edit(start, end, "")

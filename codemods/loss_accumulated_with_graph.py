@@ -71,28 +71,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.accumulations import (
-    accumulation,
-    differentiable_gradient,
-    dotted_names,
-    escapes,
-    graph_part,
-    is_accumulation_of,
-    is_meter_update,
-    iteration_of,
-    logged_record,
-    outlives_iteration,
-    reaches_backward,
-)
-from fixer.analysis.numeric_totals import full_reduction, numeric_use, scalar_loss
-from fixer.analysis.training_regions import calls_training_method, framework_training_step, frees_graphs_in, returns_backpropagated
-from fixer.analysis.calls import BACKWARD_TEXT, training_call_text
-from fixer.analysis.graph import facts
-from fixer.analysis.reported import evaluation_loop, fed_by_graph
-from fixer.analysis.held_values import held_name
+from fixer.analysis.accumulated_graphs import Accumulated, accumulated_graphs
 from fixer.analysis.kept_elements import KeptElements, kept_elements
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
-from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
@@ -113,12 +94,8 @@ class LossAccumulatedWithGraph(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
-            found = list(self._candidates(ctx, scope))
-            totals = {accumulator for _, accumulator, _ in found}
-            for diagnostic, accumulator, part in found:
-                # `history.append(epoch_loss / n)` is fixed by fixing `epoch_loss` itself
-                if not (dotted_names(part) & (totals - {accumulator})):
-                    yield diagnostic
+            for found in accumulated_graphs(ctx, scope):
+                yield self._report(ctx, found)
         for kept in kept_elements(ctx):  # meters.update(losses): `self.sums[name] += value` in the meter
             yield self._kept(ctx, kept)
 
@@ -133,74 +110,29 @@ class LossAccumulatedWithGraph(Rule):
         edits = [Edit(*ctx.span(e), f"{ctx.text(e)}.{kept.fix}()") for e in store.elements]
         return self.diagnostic(ctx, store.stmt, f"{message}; store {new}", edits, title=f"Store {new}")
 
-    def _candidates(self, ctx: FileContext, scope: Scope) -> Iterator[tuple[Diagnostic, str, ast.expr]]:
-        framework_step = framework_training_step(scope)
-        evaluation_only = not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx))
-        if evaluation_only and not any(accumulation(n) for n in scope_nodes(scope)):
-            return  # nothing here backpropagates, and nothing accumulates
-        graph = facts(ctx, scope)
-        for node in scope_nodes(scope):
-            found = accumulation(node, graph)
-            if found is None:
-                continue
-            stmt, accumulator, value = found
-            value = held_name(ctx, scope, value) or value  # total += out["loss"]: the value of loss
-            if under_no_grad(ctx, stmt) or not outlives_iteration(ctx, scope, graph, stmt, accumulator):
-                continue
-            if escapes(ctx, scope, graph, accumulator) and differentiable_gradient(ctx, graph, value, stmt):
-                continue  # a returned sum of create_graph=True gradients is meant to be backpropagated
-            iteration = iteration_of(ctx, scope, stmt)
-            if evaluation_only and not (evaluation_loop(ctx, scope, graph, stmt, accumulator, value, is_accumulation_of)
-                                        and fed_by_graph(graph, value, stmt)):
-                continue
-            if evaluation_only:
-                evaluation = True
-            elif frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
-                evaluation = False
-            elif evaluation_loop(ctx, scope, graph, stmt, accumulator, value, is_accumulation_of):
-                evaluation = True
-            elif calls_training_method(ctx, scope, iteration):
-                evaluation = False
-            else:
-                continue  # not a loop that backpropagates every iteration, nor an evaluation loop of a training function
-            record = logged_record(ctx, scope, graph, value, stmt)
-            if record is not None:  # history.append({"loss": loss, ...})
-                parts = [v for v in record.values if graph.carries_graph(v, stmt)]
-                if not parts or any(isinstance(v, ast.Name) and graph.sometimes_detached(v.id, stmt) for v in parts):
-                    continue
-                if reaches_backward(ctx, scope, graph, accumulator):
-                    continue
-                edits = [Edit(*ctx.span(p), _detached(ctx, p, "detach")) for p in parts]
-                names = ", ".join(f"`{ctx.text(p)}`" for p in parts)
-                yield self.diagnostic(
-                    ctx,
-                    stmt,
-                    f"`{accumulator}` keeps records holding {names} with their autograd graph, keeping every "
-                    "iteration's graph alive; store detached values",
-                    edits,
-                    title="Store detached values",
-                ), accumulator, parts[0]
-                continue
-            part = graph_part(graph, value, stmt)
-            if part is None and returns_backpropagated(ctx, scope, value):
-                part = value  # losses.append(agent.update(batch)): the method returns the loss it backpropagated
-            if part is None or reaches_backward(ctx, scope, graph, accumulator):
-                continue
-            numeric = is_meter_update(node) or numeric_use(ctx, scope, graph, accumulator, node)
-            scalar = scalar_loss(ctx, scope, part) or full_reduction(ctx, scope, graph, part, stmt)
-            method = "item" if scalar and numeric and not evaluation else "detach"
-            text = ctx.text(part)
-            new = _detached(ctx, part, method)
-            start, end = ctx.span(part)
-            diagnostic = self.diagnostic(
+    def _report(self, ctx: FileContext, found: Accumulated) -> Diagnostic:
+        stmt, accumulator, parts = found.stmt, found.accumulator, found.parts
+        if found.record:
+            edits = [Edit(*ctx.span(p), _detached(ctx, p, "detach")) for p in parts]
+            names = ", ".join(f"`{ctx.text(p)}`" for p in parts)
+            return self.diagnostic(
                 ctx,
                 stmt,
-                f"`{accumulator}` accumulates `{text}` with its autograd graph, keeping every iteration's "
-                f"graph alive; accumulate `{new}`",
-                [Edit(start, end, new)],
-                title=f"Accumulate `{new}`",
+                f"`{accumulator}` keeps records holding {names} with their autograd graph, keeping every "
+                "iteration's graph alive; store detached values",
+                edits,
+                title="Store detached values",
             )
-            yield diagnostic, accumulator, part
+        part = parts[0]
+        new = _detached(ctx, part, found.method)
+        return self.diagnostic(
+            ctx,
+            stmt,
+            f"`{accumulator}` accumulates `{ctx.text(part)}` with its autograd graph, keeping every iteration's "
+            f"graph alive; accumulate `{new}`",
+            [Edit(*ctx.span(part), new)],
+            title=f"Accumulate `{new}`",
+        )
 
 
 def _detached(ctx: FileContext, part: ast.expr, method: str) -> str:

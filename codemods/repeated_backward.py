@@ -58,18 +58,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.backward_repeats import saves_surely, step_between, unchanged_between
-from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.helper_backwards import helper_backwards, returning_helpers
-from fixer.analysis.names import dotted
-from fixer.analysis.scopes import scopes
-from fixer.analysis.shared_graph import (
-    backwarded_again_after_loop,
-    retains_graph,
-    runs_after_in_same_pass,
-    same_pass_later,
-    same_value,
+from fixer.analysis.backward_repeats import (
+    AFTER_LOOP,
+    AFTER_RETURNING_HELPER,
+    AFTER_STEP,
+    THROUGH_HELPER,
+    Repeat,
+    repeated_backwards,
 )
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -83,32 +81,20 @@ class RepeatedBackward(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
-            direct = [c for c in backward_calls(ctx, scope) if c.keyword("create_graph") is None]
-            helpers = helper_backwards(ctx, scope) if direct else {}
-            returning = returning_helpers(ctx, scope) if direct else {}
-            calls = sorted(direct + list(helpers) + list(returning), key=lambda c: (c.node.lineno, c.node.col_offset))
-            following = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls], allow_first_loop=True)  # the only later calls to ask
-            for index, call in enumerate(calls):
-                if retains_graph(call) or not (saves_surely(*returning[call]) if call in returning else saves_surely(ctx, scope, call)):
-                    continue
-                stmt = ctx.statement_of(call.node)
-                for later in (calls[i] for i in following[index]):
-                    later_stmt = ctx.statement_of(later.node)
-                    if call in returning and later not in helpers and later not in returning and runs_after_in_same_pass(ctx, scope, stmt, later_stmt):
-                        if dotted(later.target) == dotted(call.target) and unchanged_between(ctx, scope, call, later):
-                            yield self._delete_returned(ctx, call, later, returning[call][2])
-                            break
-                    if runs_after_in_same_pass(ctx, scope, stmt, later_stmt) and same_value(ctx, scope, call, later):
-                        if call in helpers:
-                            yield self._retain_in_helper(ctx, call, *helpers[call], later)
-                        elif later not in helpers and step_between(ctx, scope, stmt, later_stmt):
-                            yield self._delete_after_step(ctx, call, later)
-                        elif later not in helpers:
-                            yield self._retain(ctx, call, later)
-                        break
-                    if backwarded_again_after_loop(ctx, scope, call, later):
-                        yield self._delete(ctx, call, later)
-                        break
+            for repeat in repeated_backwards(ctx, scope):
+                yield self._report(ctx, repeat)
+
+    def _report(self, ctx: FileContext, repeat: Repeat) -> Diagnostic:
+        call, later = repeat.call, repeat.later
+        if repeat.kind == AFTER_RETURNING_HELPER:
+            return self._delete_returned(ctx, call, later, repeat.inner)
+        if repeat.kind == THROUGH_HELPER:
+            return self._retain_in_helper(ctx, call, repeat.inner, repeat.here, later)
+        if repeat.kind == AFTER_STEP:
+            return self._delete_after_step(ctx, call, later)
+        if repeat.kind == AFTER_LOOP:
+            return self._delete(ctx, call, later)
+        return self._retain(ctx, call, later)
 
     def _retain(self, ctx: FileContext, call: BackwardCall, later: BackwardCall) -> Diagnostic:
         name = ctx.text(call.target)

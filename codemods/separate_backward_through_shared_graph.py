@@ -74,30 +74,17 @@ then the second backward may meet a saved parameter modified in place and raise 
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional
+from typing import Iterator
 
-from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.gradient_effects import Effect, gradient_effect
-from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
-from fixer.analysis.training_calls import training_calls
-from fixer.analysis.undetached_fakes import undetached_fake_lines
-from fixer.analysis.wrapped_backward import backward_wrapper_argument, merged_calls
-from fixer.analysis.shared_backwards import (
-    all_available_at,
-    backward_unit,
-    bound_in,
-    loop_over_losses,
-    loop_value,
-    mergeable_chain,
-    next_sharing,
-    standalone,
-    strictly_between,
-    strictly_inside,
-)
-from fixer.analysis.shared_graph import Origin, retains_graph, same_pass_later
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.gradient_effects import Effect
+from fixer.analysis.scopes import Scope, scopes
+from fixer.analysis.shared_backward_pairs import SharedPair, effect_between, loop_call_argument, losses_loops, shared_pairs
+from fixer.analysis.shared_backwards import backward_unit, loop_value
+from fixer.analysis.shared_graph import Origin
+from fixer.analysis.wrapped_backward import merged_calls
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit
-from fixer.nodes import walk
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
@@ -111,40 +98,15 @@ class SeparateBackwardThroughSharedGraph(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
-            calls = [c for c in backward_calls(ctx, scope) if standalone(ctx, c)]
-            steps = [c for c in training_calls(ctx, scope) if standalone(ctx, c)]
-            for call in calls + steps:
-                found = loop_over_losses(ctx, scope, call)
-                if found is not None:
-                    yield _merge_loop(self, ctx, scope, call, *found)
-            calls = sorted(calls + steps, key=lambda c: (c.node.lineno, c.node.col_offset)) if steps else calls
-            if len(calls) < 2:
-                continue
-            merged, following = set[int](), same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls])
-            for index, call in enumerate(calls):
-                if id(call.node) in merged or retains_graph(call):
-                    continue
-                later = next_sharing(ctx, scope, call, [calls[i] for i in following[index]])  # only those can run after it in its pass
-                if later is None:
-                    continue
-                partner, origins = later
-                if _gan_step(ctx, scope, call, partner):
-                    continue
-                if call.kind == "call" or partner.kind == "call":
-                    yield _across_calls(self, ctx, scope, call, partner, origins)
-                    continue
-                chain = mergeable_chain(ctx, scope, call, calls[index + 1 :])
-                if chain:
-                    diagnostic = _merge(self, ctx, scope, chain, origins)
-                    if diagnostic is not None:
-                        merged.update(id(c.node) for c in chain)
-                        yield diagnostic
-                        continue
-                yield _retain(self, ctx, scope, call, partner, origins)
-
-
-def _reads(expr: ast.expr, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
+            for call, loop, tests in losses_loops(ctx, scope):
+                yield _merge_loop(self, ctx, scope, call, loop, tests)
+            for pair in shared_pairs(ctx, scope):
+                if pair.chain:
+                    yield _merge(self, ctx, pair)
+                elif pair.call.kind == "call" or pair.partner.kind == "call":
+                    yield _across_calls(self, ctx, scope, pair.call, pair.partner, pair.origins)
+                else:
+                    yield _retain(self, ctx, scope, pair.call, pair.partner, pair.origins)
 
 
 def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, loop: ast.For, tests: list[ast.expr]) -> Diagnostic:
@@ -155,10 +117,8 @@ def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, 
     condition = " and ".join(f"({ctx.text(t)})" if len(tests) > 1 and isinstance(t, ast.BoolOp) else ctx.text(t) for t in tests)
     total = f"sum({items})" if not tests else f"sum({value} for {ctx.text(loop.target)} in {items} if {condition})"
     once, edits = f"{total}.backward()", []
-    argument = backward_wrapper_argument(ctx, scope, call) if call.kind == "call" else None
-    if call.kind == "call" and (argument is None or any(_reads(a, bound_in([loop.target])) for a in call.node.args if a is not argument)):
-        pass  # the function does more than backpropagate, or another argument reads the loop's variables
-    elif ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
+    summable, argument = loop_call_argument(ctx, scope, call, loop)
+    if summable and ctx.is_own_line(loop) and len(loop.body) == 1:  # other statements: the author places the sum
         if argument is not None:  # the function that backpropagates its argument, called once with the sum
             (start, end), (at, until) = ctx.span(call.node), ctx.span(argument)
             once = ctx.source[start:at] + total + ctx.source[until:end]
@@ -175,34 +135,10 @@ def _merge_loop(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, 
     )
 
 
-def _gan_step(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> bool:
-    """GF103 reports the real cause here (a discriminator step on an undetached fake); its fix
-    makes the graphs independent, so adding retain_graph would only hide it. "Here": in this scope,
-    in the innermost loop around both backward calls (a GAN loop elsewhere in a module is another matter)."""
-    lines = undetached_fake_lines(ctx)
-    if not lines:
-        return False
-    loops = [n for n in scope_nodes(scope) if isinstance(n, LOOPS)]
-    shared = [loop for loop in enclosing_loops(ctx, call.node, scope) if loop.lineno <= partner.node.lineno <= loop.end_lineno]
-    around_calls = shared[0] if shared else None
-    owners = [s.node for s in scopes(ctx)]
-    return any(_innermost(owners, line) is scope.node and _innermost(loops, line) is around_calls for line in lines)
-
-
-def _innermost(nodes: list[ast.AST], line: int) -> Optional[ast.AST]:
-    """The innermost of nested ``nodes`` around ``line`` (a module is around every line)."""
-    around = [n for n in nodes if isinstance(n, ast.Module) or n.lineno <= line <= n.end_lineno]
-    return max(around, key=lambda n: getattr(n, "lineno", 0), default=None)
-
-
-def _merge(rule: Rule, ctx: FileContext, scope: Scope, chain: list[BackwardCall], origins: frozenset[Origin]) -> Optional[Diagnostic]:
+def _merge(rule: Rule, ctx: FileContext, pair: SharedPair) -> Diagnostic:
     """One ``(a + b).backward()`` at the first call (or the last, when a loss is computed between)."""
+    chain, host = pair.chain, pair.host
     stmts = [backward_unit(ctx, c) for c in chain]
-    if not all(ctx.is_own_line(s) for s in stmts):
-        return None
-    host = next((i for i in (0, len(chain) - 1) if all_available_at(ctx, scope, chain, chain[i])), None)
-    if host is None:
-        return None
     total = " + ".join(_operand(ctx, c.target, i) for i, c in enumerate(chain))
     receiver = chain[host].node.func.value
     start, end = ctx.span(receiver)
@@ -213,7 +149,7 @@ def _merge(rule: Rule, ctx: FileContext, scope: Scope, chain: list[BackwardCall]
     return rule.diagnostic(
         ctx,
         chain[0].node,
-        f"{names} share the graph of {_describe(ctx, origins)}; the first backward frees it and the next raises "
+        f"{names} share the graph of {_describe(ctx, pair.origins)}; the first backward frees it and the next raises "
         f"'backward through the graph a second time'. Backpropagate the sum once: `({total}).backward()`",
         edits,
         Applicability.SAFE,
@@ -222,9 +158,7 @@ def _merge(rule: Rule, ctx: FileContext, scope: Scope, chain: list[BackwardCall]
 
 
 def _retain(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
-    stmt, other = ctx.statement_of(call.node), ctx.statement_of(partner.node)
-    between = [n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and strictly_between(n, stmt, other) and not strictly_inside(ctx, other, n)]
-    effect = gradient_effect(ctx, scope, between)
+    effect = effect_between(ctx, scope, call, partner)
     applicability = Applicability.UNSAFE if effect == Effect.CHANGES else Applicability.SAFE
     reason = "parameters may change between the calls" if effect == Effect.CHANGES else "gradients are read or reset between the calls"
     return rule.diagnostic(

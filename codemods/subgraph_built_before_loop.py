@@ -67,33 +67,27 @@ every iteration's graph is kept alive until the next one replaces it.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from fixer.analysis.built_before_loop import body_nodes, built_before, recompute_kind, saving_from_trainable, updates_leaves
-from fixer.analysis.calls import BackwardCall, backward_call, backward_calls
-from fixer.analysis.bindings import imported_names
-from fixer.analysis.graph import Kind, facts
-from fixer.analysis.statement_moves import is_docstring
-from fixer.analysis.graph_reuse import derived_names, frees_graph, innermost_loop, inside, reaches, repeats_per_iteration
-from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.built_before_loop import recompute_kind, saving_from_trainable, updates_leaves
+from fixer.analysis.calls import BackwardCall
+from fixer.analysis.graph import facts
 from fixer.analysis.init_graphs import given_graphs, init_graphs
-from fixer.edits.keywords import keyword_edit, remove_keyword
-from fixer.analysis.training_calls import training_calls
-from fixer.analysis.undetached_fakes import undetached_fake_lines
+from fixer.analysis.loop_subgraphs import (
+    BuiltOnce,
+    built_once_graphs,
+    first_use_statement,
+    method_bound_names,
+    only_backward_in,
+    original_unneeded,
+    reads_only_self,
+    top_level_chain,
+)
+from fixer.analysis.scopes import Scope, scopes
+from fixer.analysis.statement_moves import is_docstring
 from fixer.context import FileContext
-from fixer.nodes import walk
+from fixer.edits.keywords import keyword_edit, remove_keyword
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
-
-
-@dataclass
-class Finding:
-    name: str
-    stmt: ast.Assign
-    loop: ast.AST
-    calls: list[BackwardCall] = field(default_factory=list)
-    band_aid: bool = False  # the loop's backward already passes retain_graph=True
 
 
 class SubgraphBuiltBeforeLoop(Rule):
@@ -104,16 +98,15 @@ class SubgraphBuiltBeforeLoop(Rule):
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
-            for finding in self._findings(ctx, scope):
-                if not _gan_step_in(ctx, finding.loop):
-                    yield self._report(ctx, scope, finding)
+            for found in built_once_graphs(ctx, scope):
+                yield self._report(ctx, scope, found)
             for name, stmt, _ in init_graphs(ctx, scope, saving_from_trainable):
                 method = scope.node.name
                 message = (
                     f"`{name} = {ctx.text(stmt.value)}` is built once in `__init__` and backpropagated through by "
                     f"every call of `{method}`: the first call's backward frees its graph, the second fails"
                 )
-                edits = _recompute_in_method(ctx, scope, stmt)
+                edits = _at_method_start(ctx, scope, [ctx.text(stmt)]) if reads_only_self(ctx, scope, stmt) else []
                 if not edits:
                     yield self.diagnostic(ctx, stmt, f"{message}; compute it in `{method}` (keep only its inputs on `self`)")
                     continue
@@ -133,56 +126,29 @@ class SubgraphBuiltBeforeLoop(Rule):
                 yield self.diagnostic(ctx, stmt, f"{message}; recompute it at the start of `{method}`", edits,
                                       Applicability.UNSAFE, title=f"Recompute `{name}` in `{method}`")
 
-    def _findings(self, ctx: FileContext, scope: Scope) -> list[Finding]:
-        calls = backward_calls(ctx, scope) + training_calls(ctx, scope)
-        if not calls:
-            return []
+    def _report(self, ctx: FileContext, scope: Scope, found: BuiltOnce) -> Diagnostic:
         graph = facts(ctx, scope)
-        found: dict[tuple[int, int], Finding] = {}
-        for call in calls:
-            loop = innermost_loop(ctx, call.node, scope.node)
-            if loop is None or not repeats_per_iteration(ctx, call, loop):
-                continue
-            band_aid = call.flag("retain_graph") is True and call.keyword("create_graph") is None
-            if not (frees_graph(call) or band_aid):
-                continue
-            body = body_nodes(ctx, loop)
-            for name, stmt in built_before(ctx, scope, graph, loop, body):
-                if reaches(call, derived_names(ctx, graph, {name}, body)):
-                    finding = found.setdefault((id(stmt), id(loop)), Finding(name, stmt, loop))
-                    finding.calls.append(call)
-                    finding.band_aid |= band_aid
-        # retain_graph=True keeps the shared graph: wrong only when the loop updates its leaves
-        # (stale values, or "modified by an inplace operation"), and then recomputing is the fix
-        return [
-            f for f in found.values()
-            if not f.band_aid or (updates_leaves(ctx, graph, scope, f.stmt.value, f.loop)
-                                  and recompute_kind(ctx, graph, scope, f.stmt, f.loop) is not None)
-        ]
-
-    def _report(self, ctx: FileContext, scope: Scope, finding: Finding) -> Diagnostic:
-        graph = facts(ctx, scope)
-        name, stmt, loop = finding.name, finding.stmt, finding.loop
+        name, stmt, loop = found.name, found.stmt, found.loop
         expression = ctx.text(stmt.value)
         message = (
             f"`{name} = {expression}` is built once before the loop and backpropagated through in every "
             f"iteration: the first backward frees its graph, the second fails"
         )
         recompute = recompute_kind(ctx, graph, scope, stmt, loop)
-        if finding.band_aid:
+        if found.band_aid:
             message = (f"`{name} = {expression}` is built once before the loop and kept with `retain_graph=True` "
                        f"while the loop updates its inputs: every iteration backpropagates through stale values")
         if recompute is not None:
-            edits = _recompute_edits(ctx, scope, finding)
-            if edits and finding.band_aid:
-                edits += _band_aid_removals(ctx, loop, finding.calls)
+            edits = _recompute_edits(ctx, scope, found)
+            if edits and found.band_aid and only_backward_in(ctx, loop):  # nothing else needs the graph kept
+                edits += [remove_keyword(ctx, c.node, "retain_graph") for c in found.calls if c.flag("retain_graph") is True]
             if edits:
                 safety = Applicability.SAFE if recompute == "pure" else Applicability.UNSAFE
                 return self.diagnostic(ctx, stmt, f"{message}; recompute `{name}` in the loop", edits, safety,
                                        title=f"Recompute `{name}` inside the loop")
-        if not updates_leaves(ctx, graph, scope, stmt.value, loop) and all(c.kind != "call" for c in finding.calls):
-            edits = [edit for call in finding.calls if (edit := _retain_graph_edit(ctx, call))]
-            if len(edits) == len(finding.calls):
+        if not updates_leaves(ctx, graph, scope, stmt.value, loop) and all(c.kind != "call" for c in found.calls):
+            edits = [edit for call in found.calls if (edit := _retain_graph_edit(ctx, call))]
+            if len(edits) == len(found.calls):
                 return self.diagnostic(ctx, stmt, f"{message}; keep it with `retain_graph=True`", edits,
                                        Applicability.UNSAFE, title="Pass `retain_graph=True` to the loop's backward")
         return self.diagnostic(ctx, stmt, f"{message}; compute `{name}` inside the loop")
@@ -193,86 +159,30 @@ def _recompute_given(ctx: FileContext, scope: Scope, name: str, stmt: ast.Assign
     the module binds once at its top level (or imports) and the method does not bind. A name
     that is itself a graph built at the top level (``output = model(x)`` behind
     ``loss = criterion(output, y)``) is recomputed first, as a local of the method."""
-    own = {n.id for n in scope_nodes(scope) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    args = scope.node.args
-    own |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {a.arg for a in (args.vararg, args.kwarg) if a}
-    lines = _recomputed_chain(ctx, stmt, own, set()) if ctx.parent(stmt) is ctx.tree else None
-    if lines is None:
+    chain = top_level_chain(ctx, stmt, method_bound_names(scope), set()) if ctx.parent(stmt) is ctx.tree else None
+    if chain is None:
         return []
+    lines = [f"{target} = {ctx.text(value)}" for target, value in chain]
     return _at_method_start(ctx, scope, lines + [f"{name} = {ctx.text(stmt.value)}"])
 
 
-def _recomputed_chain(ctx: FileContext, stmt: ast.Assign, own: set[str], seen: set[str]) -> Optional[list[str]]:
-    """The local assignments that rebuild the top-level graphs ``stmt``'s value reads, in order;
-    None when a name it reads is not bound once at the top level (or imported)."""
-    module = facts(ctx, scopes(ctx)[0])
-    if not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
-        return None
-    lines: list[str] = []
-    for node in walk(stmt.value):
-        if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
-            return None
-        if not isinstance(node, ast.Name) or node.id in imported_names(ctx):
-            continue
-        defs = module.assignments.get(node.id, [])
-        if node.id in own or len(defs) != 1 or ctx.parent(defs[0][0]) is not ctx.tree:
-            return None
-        source, value = defs[0]
-        if node.id in seen or value is None or module.kind(value, source) != Kind.GRAPH:
-            continue
-        if not (isinstance(source, ast.Assign) and len(source.targets) == 1 and isinstance(source.targets[0], ast.Name)):
-            return None
-        seen.add(node.id)
-        inner = _recomputed_chain(ctx, source, own, seen)
-        if inner is None:
-            return None
-        lines += inner + [f"{node.id} = {ctx.text(value)}"]
-    return lines
-
-
-def _recompute_in_method(ctx: FileContext, scope: Scope, stmt: ast.Assign) -> list[Edit]:
-    """Copy ``self.x = <value>`` from ``__init__`` to the start of the method when the value reads
-    only ``self`` and imported names (``self.L @ self.L.t()``): the method then builds its own graph
-    from the current parameters on every call."""
-    init = next(p for p in ctx.ancestors(stmt) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    self_name = init.args.args[0].arg if init.args.args else None
-    allowed = {self_name} | imported_names(ctx)
-    if self_name != scope.self_name or not ctx.is_own_line(stmt) or stmt.lineno != stmt.end_lineno:
-        return []
-    if any(isinstance(n, ast.Name) and n.id not in allowed for n in walk(stmt.value)):
-        return []
-    if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for n in walk(stmt.value)):
-        return []
-    return _at_method_start(ctx, scope, ctx.text(stmt))
-
-
-def _at_method_start(ctx: FileContext, scope: Scope, lines) -> list[Edit]:
-    """Insert ``lines`` (one line or a list) before the method's first statement (after its docstring)."""
+def _at_method_start(ctx: FileContext, scope: Scope, lines: list[str]) -> list[Edit]:
+    """Insert ``lines`` before the method's first statement (after its docstring)."""
     body = scope.node.body
     first = body[1] if len(body) > 1 and is_docstring(body[0]) else body[0]
     if not ctx.is_own_line(first):
         return []
     start = ctx.line_start(first.lineno)
     indent = ctx.indent_of(first.lineno)
-    text = "".join(f"{indent}{line}{ctx.newline}" for line in ([lines] if isinstance(lines, str) else lines))
+    text = "".join(f"{indent}{line}{ctx.newline}" for line in lines)
     return [Edit(start, start, text)]
 
 
-def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
-    """GF103 names the cause here: the loop's steps are discriminator steps on an undetached fake
-    built before it (n_critic steps); recomputing the fake would not help the generator step."""
-    lines = undetached_fake_lines(ctx)
-    return any(loop.lineno <= line <= loop.end_lineno for line in lines)
-
-
-def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[Edit]:
+def _recompute_edits(ctx: FileContext, scope: Scope, found: BuiltOnce) -> list[Edit]:
     """Insert the assignment before the loop statement holding the first use; delete the original
     when nothing outside the loop reads it."""
-    stmt, loop = finding.stmt, finding.loop
-    uses = [n for n in body_nodes(ctx, loop) if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load)]
-    target = next((s for s in loop.body if any(u is s or inside(ctx, u, s) for u in uses)), None)
-    while is_pass_filter(ctx, target) and not any(inside(ctx, u, target.test) for u in uses):
-        target = next((s for s in target.body if any(u is s or inside(ctx, u, s) for u in uses)), None)  # into the selected passes
+    stmt, loop = found.stmt, found.loop
+    target = first_use_statement(ctx, found)
     if target is None or target.lineno == loop.lineno or not ctx.is_own_line(target) or not ctx.is_own_line(stmt):
         return []
     old, new = ctx.indent_of(stmt.lineno), ctx.indent_of(target.lineno)
@@ -281,23 +191,9 @@ def _recompute_edits(ctx: FileContext, scope: Scope, finding: Finding) -> list[E
     if not text.endswith(("\n", "\r")):
         text += ctx.newline
     edits = [Edit(ctx.line_start(target.lineno), ctx.line_start(target.lineno), text)]
-    elsewhere = [
-        n for n in scope_nodes(scope)
-        if isinstance(n, ast.Name) and n.id == finding.name and isinstance(n.ctx, ast.Load) and not inside(ctx, n, loop)
-    ]
-    siblings = getattr(ctx.parent(stmt), "body", [])
-    if not elsewhere and stmt in siblings and len(siblings) > 1 and inside(ctx, loop, ctx.parent(stmt)):  # else copied
+    if original_unneeded(ctx, scope, found):  # else copied
         edits.append(Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), ""))
     return edits
-
-
-def _band_aid_removals(ctx: FileContext, loop: ast.AST, calls: list[BackwardCall]) -> list[Edit]:
-    """Drop ``retain_graph=True`` when the call is the loop's only backward: once the value is
-    recomputed, nothing else needs the graph kept."""
-    loop_calls = [n for n in body_nodes(ctx, loop) if isinstance(n, ast.Call) and backward_call(ctx, n)]
-    if len(loop_calls) != 1:
-        return []
-    return [remove_keyword(ctx, call.node, "retain_graph") for call in calls if call.flag("retain_graph") is True]
 
 
 def _retain_graph_edit(ctx: FileContext, call: BackwardCall) -> Optional[Edit]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from fixer.analysis.calls import backward_calls
+from fixer.analysis.calls import backward_calls, retains_graph
 from fixer.analysis.scopes import scopes
 from codemods.separate_backward_through_shared_graph import SeparateBackwardThroughSharedGraph
-from fixer.analysis.shared_graph import later_backward_through_same_graph, retains_graph
+from fixer.analysis.shared_graph import later_backward_through_same_graph
 from fixer.context import FileContext
 
 

@@ -76,6 +76,21 @@ def backward_call(ctx: FileContext, node: ast.AST) -> Optional[BackwardCall]:
     return BackwardCall(node, receiver, "method")
 
 
+def retains_graph(call: BackwardCall) -> bool:
+    """The call keeps its graph (retain_graph, its pre-0.4 name retain_variables, or create_graph, not constant False)."""
+    for name in ("retain_graph", "retain_variables", "create_graph"):
+        keyword = call.keyword(name)
+        if keyword is not None and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+            return True
+    return False
+
+
+def frees_graph(call: BackwardCall) -> bool:
+    """The call frees what it traverses: no ``retain_graph``/``create_graph`` (or constant False),
+    no ``**kwargs`` that may hold them."""
+    return not retains_graph(call) and not any(k.arg is None for k in call.node.keywords)
+
+
 def _backward_owners(ctx: FileContext) -> frozenset[str]:
     """Names this file binds to what such a library makes (``accelerator = Accelerator()``, the
     engine ``deepspeed.initialize(...)`` returns first), whatever the names are."""

@@ -22,11 +22,10 @@ from typing import Optional
 from fixer.analysis.carried_flow import always_runs, contains, inside, names_in, position, statement_effect
 from fixer.analysis.carried_shape import class_init_values, returned_elements
 from fixer.analysis.module_forwards import forward_scope
-from fixer.analysis.graph import GraphFacts, Kind, facts
+from fixer.analysis.graph import NON_SAVING, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
-from fixer.analysis.shared_graph import NON_SAVING
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.gan_steps import (
     FREEING_KINDS,
     Use,
@@ -31,7 +31,6 @@ from fixer.analysis.gan_steps import (
     text_of,
 )
 from fixer.analysis.graph import GraphFacts, facts
-from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, scope_nodes, scopes

@@ -37,6 +37,12 @@ class Kind(enum.IntEnum):
     GRAPH = 3
 
 
+NON_SAVING = frozenset(  # operations that save no tensor for backward
+    {"add", "sub", "neg", "sum", "mean", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute",
+     "transpose", "t", "contiguous", "clone", "expand", "expand_as", "repeat", "cat", "stack", "chunk", "split",
+     "narrow", "select", "float", "double", "half", "to", "cpu", "cuda", "view_as", "reshape_as", "unbind",
+     "requires_grad_", "type_as", "squeeze_", "unsqueeze_"}
+)
 DETACHING_METHODS = frozenset(
     {"detach", "item", "tolist", "numpy", "data_ptr", "size", "dim", "numel", "nelement", "element_size",
      "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",

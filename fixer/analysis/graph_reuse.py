@@ -1,6 +1,5 @@
 """One graph, several backward passes: what the rules about tensors that outlive their graph share.
 
-- ``frees_graph(call)``: the backward call frees the graph it traverses.
 - ``derived_names``: names whose value is computed (with a graph) from given names in a region.
 - ``reaches(call, names)``: the backpropagated tensor is one of those names or mentions one.
 - ``repeats_per_iteration``: the backward runs in every iteration of a loop that runs more than once.
@@ -17,7 +16,7 @@ from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.passes import is_pass_filter, pass_body, periodic_guard
 from fixer.analysis.scopes import LOOPS
-from fixer.analysis.shared_graph import flowing_nodes, retains_graph
+from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -28,12 +27,6 @@ def names_in(expr: ast.AST) -> set[str]:
 
 def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
     return any(parent is container for parent in ctx.ancestors(node))
-
-
-def frees_graph(call: BackwardCall) -> bool:
-    """The call frees what it traverses: no ``retain_graph``/``create_graph`` (or constant False),
-    no ``**kwargs`` that may hold them."""
-    return not retains_graph(call) and not any(k.arg is None for k in call.node.keywords)
 
 
 def assigned_names(node: ast.AST) -> list[str]:

@@ -12,14 +12,13 @@ import re
 from typing import Optional
 
 from fixer.analysis.callees import called_function
-from fixer.analysis.calls import BackwardCall, backward_calls, training_call_text, training_functions
+from fixer.analysis.calls import BackwardCall, backward_calls, retains_graph, training_call_text, training_functions
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.imported_definitions import imported_step_names
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scope_nodes
-from fixer.analysis.shared_graph import retains_graph
 from fixer.context import FileContext
 
 

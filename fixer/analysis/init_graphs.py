@@ -14,11 +14,11 @@ import ast
 import re
 from typing import Callable, Optional
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.graph_reuse import derived_names, frees_graph, reaches
+from fixer.analysis.graph_reuse import derived_names, reaches
 from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import call_loops

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.callees import called_function, instance_class
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument
 from fixer.analysis.graph import facts
-from fixer.analysis.graph_reuse import assigned_names, frees_graph, innermost_loop, repeats_per_iteration
+from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scope_of, scopes
 from fixer.context import FileContext

@@ -81,6 +81,16 @@ def import_aliases(ctx: FileContext) -> dict[str, str]:
     return ctx.memo("import_aliases", compute)
 
 
+def torch_alias(ctx: FileContext) -> Optional[str]:
+    """The name ``import torch`` (or ``import torch as th``) binds, if any."""
+    for node in statement_index(ctx).imports:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return alias.asname or "torch"
+    return None
+
+
 def qualified(ctx: FileContext, node: ast.AST) -> Optional[str]:
     """Dotted name with its head resolved through imports (``F.mse_loss`` -> ``torch.nn.functional.mse_loss``)."""
     name = dotted(node)

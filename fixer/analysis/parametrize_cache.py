@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from fixer.analysis.calls import backward_calls
-from fixer.analysis.graph_reuse import frees_graph, innermost_loop, inside, repeats_per_iteration
+from fixer.analysis.calls import backward_calls, frees_graph
+from fixer.analysis.graph_reuse import innermost_loop, inside, repeats_per_iteration
 from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.analysis.training_calls import training_calls

@@ -22,7 +22,7 @@ from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_functions, named_function, own_return, reaching, root_names  # noqa: F401 (re-exported)
-from fixer.analysis.graph import CREATION, DETACHING_METHODS, GraphFacts, Kind, facts
+from fixer.analysis.graph import CREATION, DETACHING_METHODS, NON_SAVING, GraphFacts, Kind, facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
@@ -33,12 +33,6 @@ from fixer.context import FileContext
 from fixer.nodes import walk
 
 # Operations whose backward needs no saved tensor (shape bookkeeping, sums, copies).
-NON_SAVING = frozenset(
-    {"add", "sub", "neg", "sum", "mean", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute",
-     "transpose", "t", "contiguous", "clone", "expand", "expand_as", "repeat", "cat", "stack", "chunk", "split",
-     "narrow", "select", "float", "double", "half", "to", "cpu", "cuda", "view_as", "reshape_as", "unbind",
-     "requires_grad_", "type_as", "squeeze_", "unsqueeze_"}
-)
 SAVING_OPERATORS = (ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.FloorDiv, ast.Mod)
 MAX_HELPER_DEPTH = 2
 
@@ -338,15 +332,6 @@ def shared_saving_origins(ctx: FileContext, scope: Scope, first: BackwardCall, s
     one = graph_origins(ctx, scope, first.target, first.node)
     two = graph_origins(ctx, scope, second.target, second.node)
     return frozenset(o for o in one & two if o.saves)
-
-
-def retains_graph(call: BackwardCall) -> bool:
-    """The call keeps its graph (retain_graph, its pre-0.4 name retain_variables, or create_graph, not constant False)."""
-    for name in ("retain_graph", "retain_variables", "create_graph"):
-        keyword = call.keyword(name)
-        if keyword is not None and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
-            return True
-    return False
 
 
 def later_backward_through_same_graph(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[BackwardCall]:

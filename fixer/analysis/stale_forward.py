@@ -18,16 +18,16 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls
+from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls, retains_graph
 from fixer.analysis.gan_roles import producers, trains
 from fixer.analysis.gan_steps import optimizer_steps, position
-from fixer.analysis.graph import TENSOR_METHODS, GraphFacts, Kind, facts
+from fixer.analysis.graph import NON_SAVING, TENSOR_METHODS, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.saving_modules import saves_own_weights
 from fixer.analysis.scopes import Scope
-from fixer.analysis.shared_graph import NON_SAVING, flowing_nodes, reaching, retains_graph, runs_after_in_same_pass, pass_loop, shared_saving_origins
+from fixer.analysis.shared_graph import flowing_nodes, reaching, runs_after_in_same_pass, pass_loop, shared_saving_origins
 from fixer.context import FileContext
 from fixer.nodes import walk as walk_nodes
 

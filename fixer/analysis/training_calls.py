@@ -17,12 +17,11 @@ import re
 from typing import Callable, Optional
 
 from fixer.analysis.arguments import bound_arguments, parameters
-from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, imported_training_methods, optimizer_calls, training_functions
+from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, frees_graph, imported_training_methods, optimizer_calls, training_functions
 from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_position, position, statement_effect
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.graph_reuse import frees_graph
 from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
 from fixer.analysis.imported_definitions import imported_definition_matches, imported_step_names

@@ -1,0 +1,99 @@
+"""Losses kept with their graph by a running total (GF301's findings, ``accumulated_graphs``): an
+accumulation (``fixer.analysis.accumulations``) that outlives a training iteration that frees its
+graphs, or feeds an evaluation loop of a training function, whose total is never backpropagated;
+the parts of the added value that carry the graph, and whether a number (``.item()``) or a
+detached tensor must take their place. A value that is itself another reported total's part
+(``history.append(epoch_loss / n)``) is fixed with that total."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, NamedTuple
+
+from fixer.analysis.accumulations import (
+    accumulation,
+    differentiable_gradient,
+    dotted_names,
+    escapes,
+    graph_part,
+    is_accumulation_of,
+    is_meter_update,
+    iteration_of,
+    logged_record,
+    outlives_iteration,
+    reaches_backward,
+)
+from fixer.analysis.calls import BACKWARD_TEXT, training_call_text
+from fixer.analysis.graph import facts
+from fixer.analysis.held_values import held_name
+from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.numeric_totals import full_reduction, numeric_use, scalar_loss
+from fixer.analysis.reported import evaluation_loop, fed_by_graph
+from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.training_regions import calls_training_method, framework_training_step, frees_graphs_in, returns_backpropagated
+from fixer.context import FileContext
+
+
+class Accumulated(NamedTuple):
+    stmt: ast.stmt  # the accumulation
+    accumulator: str  # ``running_loss``, ``self.total``, ``history``
+    parts: list[ast.expr]  # the added values (a record's values) that carry the graph
+    record: bool  # a record (``{"loss": loss}``) whose graph-carrying values are kept
+    method: str  # "item" for a scalar loss totalled as a number, else "detach"
+
+
+def accumulated_graphs(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
+    found = list(_candidates(ctx, scope))
+    totals = {f.accumulator for f in found}
+    for item in found:
+        # `history.append(epoch_loss / n)` is fixed by fixing `epoch_loss` itself
+        if not (dotted_names(item.parts[0]) & (totals - {item.accumulator})):
+            yield item
+
+
+def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
+    framework_step = framework_training_step(scope)
+    evaluation_only = not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx))
+    if evaluation_only and not any(accumulation(n) for n in scope_nodes(scope)):
+        return  # nothing here backpropagates, and nothing accumulates
+    graph = facts(ctx, scope)
+    for node in scope_nodes(scope):
+        found = accumulation(node, graph)
+        if found is None:
+            continue
+        stmt, accumulator, value = found
+        value = held_name(ctx, scope, value) or value  # total += out["loss"]: the value of loss
+        if under_no_grad(ctx, stmt) or not outlives_iteration(ctx, scope, graph, stmt, accumulator):
+            continue
+        if escapes(ctx, scope, graph, accumulator) and differentiable_gradient(ctx, graph, value, stmt):
+            continue  # a returned sum of create_graph=True gradients is meant to be backpropagated
+        iteration = iteration_of(ctx, scope, stmt)
+        if evaluation_only and not (evaluation_loop(ctx, scope, graph, stmt, accumulator, value, is_accumulation_of)
+                                    and fed_by_graph(graph, value, stmt)):
+            continue
+        if evaluation_only:
+            evaluation = True
+        elif frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
+            evaluation = False
+        elif evaluation_loop(ctx, scope, graph, stmt, accumulator, value, is_accumulation_of):
+            evaluation = True
+        elif calls_training_method(ctx, scope, iteration):
+            evaluation = False
+        else:
+            continue  # not a loop that backpropagates every iteration, nor an evaluation loop of a training function
+        record = logged_record(ctx, scope, graph, value, stmt)
+        if record is not None:  # history.append({"loss": loss, ...})
+            parts = [v for v in record.values if graph.carries_graph(v, stmt)]
+            if not parts or any(isinstance(v, ast.Name) and graph.sometimes_detached(v.id, stmt) for v in parts):
+                continue
+            if not reaches_backward(ctx, scope, graph, accumulator):
+                yield Accumulated(stmt, accumulator, parts, True, "detach")
+            continue
+        part = graph_part(graph, value, stmt)
+        if part is None and returns_backpropagated(ctx, scope, value):
+            part = value  # losses.append(agent.update(batch)): the method returns the loss it backpropagated
+        if part is None or reaches_backward(ctx, scope, graph, accumulator):
+            continue
+        numeric = is_meter_update(node) or numeric_use(ctx, scope, graph, accumulator, node)
+        scalar = scalar_loss(ctx, scope, part) or full_reduction(ctx, scope, graph, part, stmt)
+        yield Accumulated(stmt, accumulator, [part], False, "item" if scalar and numeric and not evaluation else "detach")
