@@ -74,6 +74,8 @@ def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
         if evaluation_only:
             evaluation = True
         elif frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
+            if escapes(ctx, scope, graph, accumulator) and not _may_update_parameters(ctx, scope, iteration):
+                continue  # a function that backpropagates but trains nothing (its backward takes a derivative) returns the sum it asked for
             evaluation = False
         elif evaluation_loop(ctx, scope, graph, stmt, accumulator, value, is_accumulation_of):
             evaluation = True
@@ -97,3 +99,13 @@ def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
         numeric = is_meter_update(node) or numeric_use(ctx, scope, graph, accumulator, node)
         scalar = scalar_loss(ctx, scope, part) or full_reduction(ctx, scope, graph, part, stmt)
         yield Accumulated(stmt, accumulator, [part], False, "item" if scalar and numeric and not evaluation else "detach")
+
+
+def _may_update_parameters(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
+    """The function may step an optimizer: a call of ``step`` on anything (an optimizer we cannot
+    resolve counts too), a training method the region calls, or a framework's step. A function that
+    backpropagates with none of these does it to take a derivative (``x.grad`` of a collocation
+    point), and a sum it returns is what its caller asked for."""
+    if framework_training_step(scope) or calls_training_method(ctx, scope, region):
+        return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" for n in scope_nodes(scope))

@@ -1,6 +1,9 @@
 """The ``forward`` a module call runs: ``model(x)`` after ``model = Tagger()`` (a module class of
 this file, or one imported from another project file), ``self.rnn(x)`` when the object keeps for
-life the ``rnn`` its one construction was given (class_model). None when the file does not say."""
+life the ``rnn`` its one construction was given (class_model). None when the file does not say.
+
+A plain name is read as Python scopes it: a binding local to another function (``model =
+Counter()`` in a helper) is not the ``model`` a method reads from the module."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
     if given is not None:
         return forward_scope(ctx, given)
     classes = module_classes(ctx)
-    for value in bound_calls(ctx).get(name, ()):
+    for value in _visible(ctx, name, func):
         cls = dotted(value.func)
         local = next((s for s in scopes(ctx) if s.class_node is not None and s.class_node.name == cls and s.node.name == "forward"), None) if cls in classes else None
         if local is not None:
@@ -46,17 +49,33 @@ def given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]:
     return ast.Name(id=name, ctx=ast.Load()) if name and "." not in name else None
 
 
-def bound_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
-    """Per dotted name, the calls the file's assignments bind it to, in order (one scan)."""
-    def compute() -> dict[str, list[ast.Call]]:
-        found: dict[str, list[ast.Call]] = {}
+def _visible(ctx: FileContext, name: str, read: ast.expr) -> list[ast.Call]:
+    """The calls bound to ``name`` that ``read`` can see: for a plain name, those of the module
+    and of the functions around the read, not those local to other functions (a read we cannot
+    place, or a dotted name, sees every binding)."""
+    found = bound_calls(ctx).get(name, [])
+    around = [a for a in ctx.ancestors(read) if isinstance(a, FUNCTIONS)]
+    if "." in name or ctx.parent(read) is None:
+        return [call for call, _ in found]
+    return [call for call, owner in found if owner is None or any(owner is a for a in around)]
+
+
+def bound_calls(ctx: FileContext) -> dict[str, list[tuple[ast.Call, Optional[ast.AST]]]]:
+    """Per dotted name, the calls the file's assignments bind it to, in order (one scan), each
+    with the function whose body binds it (None: the module's own statements)."""
+    def compute() -> dict[str, list[tuple[ast.Call, Optional[ast.AST]]]]:
+        found: dict[str, list[tuple[ast.Call, Optional[ast.AST]]]] = {}
         for node in statement_index(ctx).assigns:
             value = node.value
             while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
                 value = value.func.value
             if isinstance(value, ast.Call):
+                owner = next((a for a in ctx.ancestors(node) if isinstance(a, (*FUNCTIONS, ast.ClassDef))), None)
                 for name in {dotted(t) for t in node.targets} - {None}:
-                    found.setdefault(name, []).append(value)
+                    found.setdefault(name, []).append((value, owner))
         return found
 
     return ctx.memo("constructions", compute)
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
