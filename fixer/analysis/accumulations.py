@@ -107,7 +107,8 @@ def iteration_of(ctx: FileContext, scope: Scope, stmt: ast.stmt) -> ast.AST:
 
 def outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: ast.stmt, accumulator: str) -> bool:
     """The total is created outside the innermost loop (or is an attribute of ``self`` not reset
-    earlier in the method), so it carries values from one iteration into the next."""
+    earlier in the method, or a ``nonlocal``/``global`` variable of a function that backpropagates
+    once per call), so it carries values from one iteration into the next."""
     loops = enclosing_loops(ctx, stmt, scope)
     own = [s for s, _ in graph.assignments.get(accumulator, []) if s is not stmt and not is_accumulation_of(s, accumulator)]
     if loops:
@@ -118,10 +119,17 @@ def outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: 
     if scope.self_name and head == scope.self_name and "." in accumulator:
         return not any((s.lineno, s.col_offset) < (stmt.lineno, stmt.col_offset) for s in own)
     if "." not in accumulator and not any(position(s) < position(stmt) for s in own):
+        if _declared_outside(scope, accumulator):
+            return True  # ``nonlocal total`` in an optimizer's closure: each call adds to its caller's total
         if isinstance(stmt, ast.Expr) or isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
             return persistent_argument(ctx, scope, accumulator)  # losses.append(loss) on the caller's list, the same each call
         return threaded_parameter(ctx, scope, accumulator)  # total, loss = step(x, total) in a loop
     return False
+
+
+def _declared_outside(scope: Scope, name: str) -> bool:
+    """The scope declares ``name`` ``nonlocal`` or ``global``: a variable that outlives each call."""
+    return any(isinstance(n, (ast.Nonlocal, ast.Global)) and name in n.names for n in scope_nodes(scope))
 
 
 def is_accumulation_of(stmt: ast.AST, accumulator: str) -> bool:
