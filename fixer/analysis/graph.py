@@ -236,8 +236,9 @@ class GraphFacts:
             return Kind.GRAPH if isinstance(flag, ast.Constant) else Kind.UNKNOWN
         if name in AUTOGRAD_BACKWARD:
             return Kind.NONE
-        if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
-            return Kind.LEAF
+        if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":  # (``requires_grad_(False)``: frozen)
+            flag = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "requires_grad"), None)
+            return Kind.NONE if isinstance(flag, ast.Constant) and flag.value is False else Kind.LEAF
         args = _max(self.kind(a, at, seen) for a in [*call.args, *(k.value for k in call.keywords)])
         if name and name.startswith("torch."):  # the torch API, never a project function
             return _promote(args)
