@@ -23,11 +23,12 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.call_sites import parameter_position
+from fixer.analysis.assignments import scope_assignments
+from fixer.analysis.call_sites import holds_instance, parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -43,6 +44,7 @@ class ElementStore:
     parameter: str  # the method parameter whose elements are kept
     elements: tuple[ast.expr, ...]  # the element occurrences in the added value
     iterated: bool  # read by iterating the parameter itself (``for v in p``): elements of a sequence, keys of a dict
+    own_reads: tuple[ast.stmt, ...] = ()  # ``prev = self.ema[k]``: the recurrence's read of the slot
 
 
 def element_stores(ctx: FileContext, method: Scope) -> list[ElementStore]:
@@ -56,8 +58,12 @@ def _stores(ctx: FileContext, method: Scope):
     params = {a.arg for a in method.node.args.posonlyargs + method.node.args.args + method.node.args.kwonlyargs} - {me}
     bound = _bound_names(method)
     element_names = _element_names(method, params, bound)
+    previous = _previous_reads(method, bound)
     for node in scope_nodes(method):
         added = _addition(node, me)
+        own_reads: tuple[ast.stmt, ...] = ()
+        if added is None:
+            added, own_reads = _recurrence(ctx, node, me, previous, bound)
         if added is None:
             continue
         field, value = added
@@ -66,7 +72,40 @@ def _stores(ctx: FileContext, method: Scope):
         parameters = {_element_of(e, element_names, params, bound)[0] for e in elements}
         if elements and len(parameters) == 1:
             iterated = any(_element_of(e, element_names, params, bound)[1] for e in elements)
-            yield ElementStore(node, field, parameters.pop(), elements, iterated)
+            yield ElementStore(node, field, parameters.pop(), elements, iterated, own_reads)
+
+
+def _previous_reads(method: Scope, bound: dict[str, int]) -> dict[str, tuple[str, ast.stmt]]:
+    """Names bound once to a read of a field or a slot of one (``prev = self.ema[k]``) -> (the
+    read, as a dump, the statement)."""
+    found = {}
+    for node in scope_nodes(method):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and bound.get(node.targets[0].id) == 1 and _field(node.value, method.self_name):
+            found[node.targets[0].id] = (ast.dump(node.value, annotate_fields=False), node)
+    return found
+
+
+def _recurrence(ctx: FileContext, node: ast.AST, me: str, previous: dict[str, tuple[str, ast.stmt]], bound: dict[str, int]):
+    """((field, stored value), the statements reading the slot) for ``self.f[k] = g(self.f[k], v)``:
+    the slot's previous content flows into what is stored (a test such as ``prev is None`` only
+    reads it). The slot's key names are bound once, so the read and the store name one slot."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None, ()
+    target = node.targets[0]
+    field = _field(target, me)
+    if field is None or any(bound.get(n.id, 0) > 1 for n in walk(target) if isinstance(n, ast.Name) and n.id != me):
+        return None, ()
+    slot = ast.dump(target, annotate_fields=False).replace("Store", "Load")
+    reads: list[ast.stmt] = []
+    for read in flowing_nodes(ctx, node.value):
+        if isinstance(ctx.parent(read), ast.Compare):
+            continue
+        if ast.dump(read, annotate_fields=False) == slot:
+            reads.append(node)
+        elif isinstance(read, ast.Name) and previous.get(read.id, ("", None))[0] == slot:
+            reads.append(previous[read.id][1])
+    return ((field, node.value), tuple(r for r in reads if r is not node)) if reads else (None, ())
 
 
 def _addition(node: ast.AST, me: str) -> Optional[tuple[str, ast.expr]]:
@@ -187,7 +226,8 @@ def bound_argument(method: Scope, parameter: str, call: ast.Call) -> Optional[as
     return call.args[position] if position is not None and 0 <= position < len(call.args) else None
 
 
-def numeric_readers(ctx: FileContext, cls: ast.ClassDef, field: str, store: ast.stmt) -> Optional[str]:
+def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) -> Optional[str]:
+    field, own = store.field, (store.stmt, *store.own_reads)
     verdicts = set()
     for method in scopes(ctx):
         if method.class_node is not cls:
@@ -197,24 +237,41 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, field: str, store: ast.
                 continue
             if node.value.id != method.self_name:
                 return None  # another object's field of that name, or the field read from outside
-            if any(a is store for a in ctx.ancestors(node)):
+            if any(a in own for a in ctx.ancestors(node)):
                 continue
             if not isinstance(node.ctx, ast.Load):
-                if getattr(method.node, "name", "") != "__init__" and any(a is method.node for a in ctx.ancestors(store)):
+                if getattr(method.node, "name", "") != "__init__" and any(a is method.node for a in ctx.ancestors(store.stmt)):
                     return None  # reset by the storing method itself
                 continue
-            verdicts.add(_read(ctx, method, node))
-    outside = [n for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)]
-    if outside or None in verdicts or not verdicts:
+            verdicts.add(_read(ctx, node))
+    verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)}
+    if None in verdicts or not verdicts:
         return None
     return "tensor" if "tensor" in verdicts else "number"
+
+
+def _outside_read(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> Optional[str]:
+    """A read of the field from outside the class, on a name that holds an instance of it
+    (``agent.sums``), judged as a read inside it; also through a name bound once to it (``ema =
+    agent.sums`` and then ``float(ema["loss"])``). None for anything else (a store, another object)."""
+    scope = scope_of(ctx, node)
+    if not (isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and holds_instance(ctx, scope, node.value.id, cls)):
+        return None
+    stmt = ctx.parent(node)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return _read(ctx, node)
+    alias = stmt.targets[0].id
+    if len(scope_assignments(ctx, scope).assignments.get(alias, [])) != 1:
+        return None
+    uses = {_read(ctx, n) for n in walk(scope.node) if isinstance(n, ast.Name) and n.id == alias and isinstance(n.ctx, ast.Load)}
+    return None if None in uses or not uses else "tensor" if "tensor" in uses else "number"
 
 
 def _within(ctx: FileContext, node: ast.AST, cls: ast.ClassDef) -> bool:
     return any(a is cls for a in ctx.ancestors(node))
 
 
-def _read(ctx: FileContext, method: Scope, node: ast.Attribute) -> Optional[str]:
+def _read(ctx: FileContext, node: ast.expr) -> Optional[str]:
     """How one read of the field uses what it reads: "number" when converted with ``float()`` or
     ``int()`` (``float(self.f[k])``, ``for k, v in self.f.items(): ... float(v)``), "tensor" when
     read with ``.item()``, ``.tolist()`` or ``.detach()``, None for any other use (returned,
