@@ -3,7 +3,9 @@
 ``element_stores(ctx, method)`` lists what ``obj.method(container)`` keeps of its argument's
 elements: ``for name, value in losses.items(): self.sums[name] += value`` adds each value of the
 dict ``losses`` to a field of the object, as do ``for v in values: self.history.append(v)`` and
-``self.totals["loss"] += losses["loss"]``. An element read through ``.item()``, ``.detach()`` or
+``self.totals["loss"] += losses["loss"]``. So does a recurrence, a store whose new value is computed
+from what the slot held before (``self.ema[k] = 0.9 * self.ema[k] + 0.1 * v``, also through a name
+bound once to that read, ``prev = self.ema[k]``): the slot chains every element it is given. An element read through ``.item()``, ``.detach()`` or
 ``float()`` is not kept (``flow.flowing_nodes``). Each store says which parameter it reads, the
 field it adds to and the element occurrences a detaching edit would wrap.
 
@@ -11,11 +13,13 @@ field it adds to and the element occurrences a detaching edit would wrap.
 elements of the container ``expr`` holds at ``at`` (a dict or list literal, a name bound only to
 such values, a call of a project function whose every return is one); None when unknown.
 
-``numeric_readers(ctx, cls, field, store)`` tells how the class reads the field elsewhere: "number"
-when every read converts what it reads with ``float()``/``int()`` (so each element is a
-one-element tensor today and a Python number would do), "tensor" when some read uses it otherwise
-inside the class, None when the field is read or written outside the object's methods, or reset
-by the storing method itself (then whether it outlives a call is unknown)."""
+``numeric_readers(ctx, cls, store)`` tells how the field is read elsewhere: "number" when every
+read converts what it reads with ``float()``/``int()`` (so each element is a one-element tensor today
+and a Python number would do), "tensor" when some read takes ``.item()``, ``.tolist()`` or
+``.detach()`` of it (a membership test, ``k in self.f``, reads no element). Reads from outside the class count on a name holding an instance of it
+(``agent.f``, or ``log = agent.f`` and then ``float(log["x"])``); None when the field is read or
+written otherwise outside the object's methods, or reset by the storing method itself (then whether
+it outlives a call is unknown)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from fixer.nodes import walk
 NUMBER_CONVERSIONS = frozenset({"float", "int"})
 ELEMENT_METHODS = frozenset({"items", "values"})  # for k, v in d.items() / for v in d.values()
 READ_METHODS = frozenset({"item", "tolist", "detach"})
+KEYS = "keys"  # a read that only tests for a key
 
 
 @dataclass(frozen=True)
@@ -245,6 +250,7 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) ->
                 continue
             verdicts.add(_read(ctx, node))
     verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)}
+    verdicts.discard(KEYS)
     if None in verdicts or not verdicts:
         return None
     return "tensor" if "tensor" in verdicts else "number"
@@ -263,7 +269,7 @@ def _outside_read(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> O
     alias = stmt.targets[0].id
     if len(scope_assignments(ctx, scope).assignments.get(alias, [])) != 1:
         return None
-    uses = {_read(ctx, n) for n in walk(scope.node) if isinstance(n, ast.Name) and n.id == alias and isinstance(n.ctx, ast.Load)}
+    uses = {_read(ctx, n) for n in walk(scope.node) if isinstance(n, ast.Name) and n.id == alias and isinstance(n.ctx, ast.Load)} - {KEYS}
     return None if None in uses or not uses else "tensor" if "tensor" in uses else "number"
 
 
@@ -297,6 +303,8 @@ def _read(ctx: FileContext, node: ast.expr) -> Optional[str]:
 
 def _use(ctx: FileContext, node: ast.AST) -> Optional[str]:
     parent = ctx.parent(node)
+    if isinstance(parent, ast.Compare) and any(c is node and isinstance(op, (ast.In, ast.NotIn)) for op, c in zip(parent.ops, parent.comparators)):
+        return KEYS  # ``name in self.f``: asks for a key, reads no element
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_CONVERSIONS \
             and parent.args == [node] and not parent.keywords:
         return "number"
