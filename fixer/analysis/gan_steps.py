@@ -23,6 +23,7 @@ from fixer.analysis.callees import called_function
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.slots import slot_name, stable_field
 from fixer.context import FileContext
 
 FREEING_KINDS = ("method", "owner", "scaler", "autograd.backward")
@@ -64,7 +65,7 @@ def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts, depth: int 
         for node in scope_nodes(scope):
             if not isinstance(node, ast.Call) or under_no_grad(ctx, node):
                 continue
-            callee = field_alias(ctx, scope, graph, node.func) or dotted(node.func)
+            callee = field_alias(ctx, scope, graph, node.func) or slot_name(node.func)
             if callee is None or (qualified(ctx, node.func) or "").startswith("torch.") or _is_tensor_method(graph, node):
                 continue
             stmt = ctx.statement_of(node)
@@ -87,6 +88,8 @@ def field_alias(ctx: FileContext, scope: Scope, graph: GraphFacts, func: ast.exp
         return None
     defs = graph.reaching(func.id, func)
     value = defs[0][1] if len(defs) == 1 else None
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and dotted(value.value.value) == scope.self_name:
+        return slot_name(value) if stable_field(ctx, scope.class_node, value.value.attr) else None  # netD = self.nets["D"]
     if not isinstance(value, ast.Attribute) or dotted(value.value) != scope.self_name:
         return None
     writes = attribute_writes(ctx, scope.class_node).get(value.attr, [])
