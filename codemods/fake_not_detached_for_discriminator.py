@@ -33,7 +33,11 @@ The steps may be written in helper functions or methods of the same file
 (`train_discriminator(real, fake)`, `self.backward_D()` reading `self.fake_B`): a helper's
 backward is matched to the caller through its parameters and `self` attributes, and the fake is
 the caller's value made by a module (or a `self` attribute every method assigns from a module
-call). This holds in either order (the generator step's helper first, then the discriminator
+call; a constant stored there, `self.fake = None` in `__init__`, is a placeholder). A local name
+bound to a network field only `__init__` sets (`netG, netD = self.netG, self.netD`) is that network.
+Networks and optimizers may sit in dict slots with constant keys (`self.nets["D"]`, `opts["G"]`,
+`netD = self.nets["D"]`), the optimizers built per slot (`{k: Adam(n.parameters()) for k, n in
+self.nets.items()}`), when nothing but `__init__` fills those slots. This holds in either order (the generator step's helper first, then the discriminator
 step's), and one helper deeper (`self.backward_D_A()` calling `self.backward_D_basic(self.netD_A,
 real, fake)`); a fake handed through a method that cannot be seen (an image-history pool of
 another file) is still taken to carry what it was given. A fake the discriminator step's method

@@ -1,6 +1,7 @@
 """## What it does
 Finds a loss tensor that is added to a running total (`running_loss += loss`,
-`total = total + loss`, `losses.append(loss)`, `preds.extend(out)`,
+`total = total + loss`, a moving average `avg = 0.9 * avg + 0.1 * loss` or `stats["loss"] = m *
+stats["loss"] + (1 - m) * loss`, `losses.append(loss)`, `preds.extend(out)`,
 `preds = torch.cat((preds, out))`, `self.total += loss`, an average meter's
 `losses.update(loss, n)` or `meters["loss"].update(loss, n)` (an object whose class, read in the
 project, keeps the argument in `update`: `self.sum += val * n`; a class it cannot read is no
@@ -18,10 +19,12 @@ around any call), when that function never switches the grad mode and the total 
 logged, turned into a number, or returned to callers that only read numbers from it.
 
 A method that adds the elements of a container argument into its object's fields
-(`for name, value in losses.items(): self.sums[name] += value`) is reported at that store when a
+(`for name, value in losses.items(): self.sums[name] += value`, or blends them in, `prev =
+self.ema[name]; self.ema[name] = value if prev is None else 0.9 * prev + 0.1 * value`) is reported at that store when a
 loop that backpropagates passes it a dict, list or tuple holding a graph (`meters.update(losses)`
 after `losses = {"loss": loss, ...}` or a function returning such a dict), on an object made
-before that loop, and the fields are read only by the object's own methods, as numbers. The fix
+before that loop (or held for life by such an object's field, or the caller's own object), and
+the fields are read only as numbers, by the object's own methods or through a name holding it. The fix
 is made there: `value.item()` when every reader converts with `float()`/`int()`, `value.detach()`
 when one reads a tensor (`.item()`), none unless every call passes tensors.
 

@@ -59,7 +59,8 @@ def _returned_for_numbers(ctx: FileContext, scope: Scope, name: ast.Name) -> boo
 
 
 def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[tuple[ast.stmt, str, ast.expr]]:
-    """(statement, accumulator name, added value) for ``acc += v``, ``acc = acc + v``, ``acc.append(v)``."""
+    """(statement, accumulator name, added value) for ``acc += v``, ``acc = acc + v``, ``acc = m * acc
+    + (1 - m) * v``, ``acc.append(v)``."""
     if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
         target = node.target
         if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
@@ -67,11 +68,12 @@ def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[
         name = dotted(target)
         return (node, name, node.value) if name else None
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
-        name = dotted(node.targets[0])
-        if name and dotted(node.value.left) == name:
-            return node, name, node.value.right
-        if name and dotted(node.value.right) == name:
-            return node, name, node.value.left
+        target = node.targets[0]
+        name = dotted(target) or (dotted(target.value) if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) else None)
+        slot = ast.dump(target, annotate_fields=False).replace("Store", "Load")
+        for own, other in ((node.value.left, node.value.right), (node.value.right, node.value.left)):
+            if name and _reads_back(own, slot):
+                return node, name, other
         return None
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") in CONCATENATE_NAMES:
         call, name = node.value, dotted(node.targets[0])  # preds = torch.cat((preds, output), 0)
@@ -93,6 +95,15 @@ def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[
             name = dotted(container(call.func.value))  # AverageMeter.update(loss, n) keeps `self.sum += val * n`
             return (node, name, call.args[0]) if name else None
     return None
+
+
+def _reads_back(expr: ast.expr, slot: str) -> bool:
+    """``expr`` is what the target held before, maybe scaled: ``total``, ``0.9 * avg``,
+    ``self.stats["loss"] * m``, ``avg / 2`` (a moving average is a running total that decays)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div)):
+        sides = (expr.left, expr.right) if isinstance(expr.op, ast.Mult) else (expr.left,)
+        return any(ast.dump(side, annotate_fields=False) == slot for side in sides)
+    return ast.dump(expr, annotate_fields=False) == slot
 
 
 def is_meter_update(node: ast.AST) -> bool:

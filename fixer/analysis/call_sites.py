@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.names import value_names
-from fixer.analysis.class_model import construction_argument, written_only_in
+from fixer.analysis.class_model import attribute_writes, construction_argument, written_only_in
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
@@ -190,7 +190,9 @@ def step_arguments(ctx: FileContext, function: Scope, name: str) -> Iterator[tup
 
 def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:
     """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)`` or a name bound only
-    to one."""
+    to one, or set once to ``cls(...)`` by ``__init__`` (``init_field``)."""
+    if init_field(ctx, method, receiver) and _constructs(attribute_writes(ctx, method.class_node)[receiver.attr][0].value, cls):
+        return True
     given = life_field(ctx, method, receiver)
     if given is None or _constructs(given, cls):
         return given is not None
@@ -207,6 +209,17 @@ def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[
     if not written_only_in(ctx, method.class_node, receiver.attr):
         return None
     return construction_argument(ctx, method.class_node, receiver.attr)
+
+
+def init_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> bool:
+    """``self.attr`` (``receiver``, in a method) is set once by ``__init__`` and stored nowhere else
+    (``self.meter = Meter()``): the same object for the whole life of ``self``."""
+    if not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and method.self_name
+            and receiver.value.id == method.self_name and method.class_node is not None):
+        return False
+    writes = attribute_writes(ctx, method.class_node).get(receiver.attr, [])
+    return len(writes) == 1 and writes[0].method.node.name == "__init__" and writes[0].every_call \
+        and written_only_in(ctx, method.class_node, receiver.attr)
 
 
 def _own_self(method: Scope, value: ast.Name, cls: ast.ClassDef) -> bool:

@@ -19,6 +19,7 @@ from fixer.analysis.call_sites import argument_of, parameter_position, path_inst
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.importers import project_call_sites
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.slots import dict_slots, slot_name
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
 
@@ -176,8 +177,8 @@ def optimizer_call(ctx: FileContext, node: ast.AST) -> Optional[OptimizerCall]:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return None
     owner = dotted(node.func.value)
-    if owner is None:
-        return None
+    if owner is None and (owner := slot_name(node.func.value)) not in _bound_optimizers(ctx):
+        return None  # opts["d"].step(): only a slot the file fills with an optimizer
     if node.func.attr == "zero_grad":
         return OptimizerCall(node, "zero_grad", owner)
     if node.func.attr != "step":
@@ -266,6 +267,8 @@ def _bound_optimizers(ctx: FileContext) -> frozenset[str]:
                     optimizers.add(name)
             optimizers |= _parameters_always_given(sites, is_optimizer)
             changed = len(optimizers) > before
+        for assign in statement_index(ctx).assigns:  # self.opt = {"G": Adam(...), ...}: its slots
+            optimizers |= {name for name, (value, _) in dict_slots(ctx, assign).items() if is_optimizer_construction(ctx, value)}
         return frozenset(optimizers)
 
     return ctx.memo("bound_optimizers", compute)

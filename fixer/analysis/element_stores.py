@@ -3,7 +3,9 @@
 ``element_stores(ctx, method)`` lists what ``obj.method(container)`` keeps of its argument's
 elements: ``for name, value in losses.items(): self.sums[name] += value`` adds each value of the
 dict ``losses`` to a field of the object, as do ``for v in values: self.history.append(v)`` and
-``self.totals["loss"] += losses["loss"]``. An element read through ``.item()``, ``.detach()`` or
+``self.totals["loss"] += losses["loss"]``. So does a recurrence, a store whose new value is computed
+from what the slot held before (``self.ema[k] = 0.9 * self.ema[k] + 0.1 * v``, also through a name
+bound once to that read, ``prev = self.ema[k]``): the slot chains every element it is given. An element read through ``.item()``, ``.detach()`` or
 ``float()`` is not kept (``flow.flowing_nodes``). Each store says which parameter it reads, the
 field it adds to and the element occurrences a detaching edit would wrap.
 
@@ -11,11 +13,13 @@ field it adds to and the element occurrences a detaching edit would wrap.
 elements of the container ``expr`` holds at ``at`` (a dict or list literal, a name bound only to
 such values, a call of a project function whose every return is one); None when unknown.
 
-``numeric_readers(ctx, cls, field, store)`` tells how the class reads the field elsewhere: "number"
-when every read converts what it reads with ``float()``/``int()`` (so each element is a
-one-element tensor today and a Python number would do), "tensor" when some read uses it otherwise
-inside the class, None when the field is read or written outside the object's methods, or reset
-by the storing method itself (then whether it outlives a call is unknown)."""
+``numeric_readers(ctx, cls, store)`` tells how the field is read elsewhere: "number" when every
+read converts what it reads with ``float()``/``int()`` (so each element is a one-element tensor today
+and a Python number would do), "tensor" when some read takes ``.item()``, ``.tolist()`` or
+``.detach()`` of it (a membership test, ``k in self.f``, reads no element). Reads from outside the class count on a name holding an instance of it
+(``agent.f``, or ``log = agent.f`` and then ``float(log["x"])``); None when the field is read or
+written otherwise outside the object's methods, or reset by the storing method itself (then whether
+it outlives a call is unknown)."""
 
 from __future__ import annotations
 
@@ -23,11 +27,12 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from fixer.analysis.call_sites import parameter_position
+from fixer.analysis.assignments import scope_assignments
+from fixer.analysis.call_sites import holds_instance, parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
@@ -35,6 +40,7 @@ from fixer.analysis.vocabulary import SEQUENCE_ADDS
 NUMBER_CONVERSIONS = frozenset({"float", "int"})
 ELEMENT_METHODS = frozenset({"items", "values"})  # for k, v in d.items() / for v in d.values()
 READ_METHODS = frozenset({"item", "tolist", "detach"})
+KEYS = "keys"  # a read that only tests for a key
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class ElementStore:
     parameter: str  # the method parameter whose elements are kept
     elements: tuple[ast.expr, ...]  # the element occurrences in the added value
     iterated: bool  # read by iterating the parameter itself (``for v in p``): elements of a sequence, keys of a dict
+    own_reads: tuple[ast.stmt, ...] = ()  # ``prev = self.ema[k]``: the recurrence's read of the slot
 
 
 def element_stores(ctx: FileContext, method: Scope) -> list[ElementStore]:
@@ -57,8 +64,12 @@ def _stores(ctx: FileContext, method: Scope):
     params = {a.arg for a in method.node.args.posonlyargs + method.node.args.args + method.node.args.kwonlyargs} - {me}
     bound = _bound_names(method)
     element_names = _element_names(method, params, bound)
+    previous = _previous_reads(method, bound)
     for node in scope_nodes(method):
         added = _addition(node, me)
+        own_reads: tuple[ast.stmt, ...] = ()
+        if added is None:
+            added, own_reads = _recurrence(ctx, node, me, previous, bound)
         if added is None:
             continue
         field, value = added
@@ -67,7 +78,40 @@ def _stores(ctx: FileContext, method: Scope):
         parameters = {_element_of(e, element_names, params, bound)[0] for e in elements}
         if elements and len(parameters) == 1:
             iterated = any(_element_of(e, element_names, params, bound)[1] for e in elements)
-            yield ElementStore(node, field, parameters.pop(), elements, iterated)
+            yield ElementStore(node, field, parameters.pop(), elements, iterated, own_reads)
+
+
+def _previous_reads(method: Scope, bound: dict[str, int]) -> dict[str, tuple[str, ast.stmt]]:
+    """Names bound once to a read of a field or a slot of one (``prev = self.ema[k]``) -> (the
+    read, as a dump, the statement)."""
+    found = {}
+    for node in scope_nodes(method):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and bound.get(node.targets[0].id) == 1 and _field(node.value, method.self_name):
+            found[node.targets[0].id] = (ast.dump(node.value, annotate_fields=False), node)
+    return found
+
+
+def _recurrence(ctx: FileContext, node: ast.AST, me: str, previous: dict[str, tuple[str, ast.stmt]], bound: dict[str, int]):
+    """((field, stored value), the statements reading the slot) for ``self.f[k] = g(self.f[k], v)``:
+    the slot's previous content flows into what is stored (a test such as ``prev is None`` only
+    reads it). The slot's key names are bound once, so the read and the store name one slot."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None, ()
+    target = node.targets[0]
+    field = _field(target, me)
+    if field is None or any(bound.get(n.id, 0) > 1 for n in walk(target) if isinstance(n, ast.Name) and n.id != me):
+        return None, ()
+    slot = ast.dump(target, annotate_fields=False).replace("Store", "Load")
+    reads: list[ast.stmt] = []
+    for read in flowing_nodes(ctx, node.value):
+        if isinstance(ctx.parent(read), ast.Compare):
+            continue
+        if ast.dump(read, annotate_fields=False) == slot:
+            reads.append(node)
+        elif isinstance(read, ast.Name) and previous.get(read.id, ("", None))[0] == slot:
+            reads.append(previous[read.id][1])
+    return ((field, node.value), tuple(r for r in reads if r is not node)) if reads else (None, ())
 
 
 def _addition(node: ast.AST, me: str) -> Optional[tuple[str, ast.expr]]:
@@ -188,7 +232,8 @@ def bound_argument(method: Scope, parameter: str, call: ast.Call) -> Optional[as
     return call.args[position] if position is not None and 0 <= position < len(call.args) else None
 
 
-def numeric_readers(ctx: FileContext, cls: ast.ClassDef, field: str, store: ast.stmt) -> Optional[str]:
+def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) -> Optional[str]:
+    field, own = store.field, (store.stmt, *store.own_reads)
     verdicts = set()
     for method in scopes(ctx):
         if method.class_node is not cls:
@@ -198,24 +243,42 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, field: str, store: ast.
                 continue
             if node.value.id != method.self_name:
                 return None  # another object's field of that name, or the field read from outside
-            if any(a is store for a in ctx.ancestors(node)):
+            if any(a in own for a in ctx.ancestors(node)):
                 continue
             if not isinstance(node.ctx, ast.Load):
-                if getattr(method.node, "name", "") != "__init__" and any(a is method.node for a in ctx.ancestors(store)):
+                if getattr(method.node, "name", "") != "__init__" and any(a is method.node for a in ctx.ancestors(store.stmt)):
                     return None  # reset by the storing method itself
                 continue
-            verdicts.add(_read(ctx, method, node))
-    outside = [n for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)]
-    if outside or None in verdicts or not verdicts:
+            verdicts.add(_read(ctx, node))
+    verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)}
+    verdicts.discard(KEYS)
+    if None in verdicts or not verdicts:
         return None
     return "tensor" if "tensor" in verdicts else "number"
+
+
+def _outside_read(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> Optional[str]:
+    """A read of the field from outside the class, on a name that holds an instance of it
+    (``agent.sums``), judged as a read inside it; also through a name bound once to it (``ema =
+    agent.sums`` and then ``float(ema["loss"])``). None for anything else (a store, another object)."""
+    scope = scope_of(ctx, node)
+    if not (isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and holds_instance(ctx, scope, node.value.id, cls)):
+        return None
+    stmt = ctx.parent(node)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return _read(ctx, node)
+    alias = stmt.targets[0].id
+    if len(scope_assignments(ctx, scope).assignments.get(alias, [])) != 1:
+        return None
+    uses = {_read(ctx, n) for n in walk(scope.node) if isinstance(n, ast.Name) and n.id == alias and isinstance(n.ctx, ast.Load)} - {KEYS}
+    return None if None in uses or not uses else "tensor" if "tensor" in uses else "number"
 
 
 def _within(ctx: FileContext, node: ast.AST, cls: ast.ClassDef) -> bool:
     return any(a is cls for a in ctx.ancestors(node))
 
 
-def _read(ctx: FileContext, method: Scope, node: ast.Attribute) -> Optional[str]:
+def _read(ctx: FileContext, node: ast.expr) -> Optional[str]:
     """How one read of the field uses what it reads: "number" when converted with ``float()`` or
     ``int()`` (``float(self.f[k])``, ``for k, v in self.f.items(): ... float(v)``), "tensor" when
     read with ``.item()``, ``.tolist()`` or ``.detach()``, None for any other use (returned,
@@ -241,6 +304,8 @@ def _read(ctx: FileContext, method: Scope, node: ast.Attribute) -> Optional[str]
 
 def _use(ctx: FileContext, node: ast.AST) -> Optional[str]:
     parent = ctx.parent(node)
+    if isinstance(parent, ast.Compare) and any(c is node and isinstance(op, (ast.In, ast.NotIn)) for op, c in zip(parent.ops, parent.comparators)):
+        return KEYS  # ``name in self.f``: asks for a key, reads no element
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_CONVERSIONS \
             and parent.args == [node] and not parent.keywords:
         return "number"

@@ -5,7 +5,8 @@ the modules that made its graph.
 a ``Use`` reads (``fake``, ``out["fake"]``); ``same_definition`` asks whether another use reads the
 same one (the fake is not regenerated between the steps). ``caller_fake`` answers for a caller
 whose steps run in helpers: the modules that made ``fake`` (or ``self.fake``, assigned by the
-class's methods) as both steps see it; empty when that is not one known value.
+class's methods; a constant stored there, ``self.fake = None`` in ``__init__``, is a placeholder that
+holds no graph) as both steps see it; empty when that is not one known value.
 """
 
 from __future__ import annotations
@@ -48,11 +49,13 @@ def caller_fake(
         own = method.self_name + key[len(scope.self_name) :]
         method_graph = facts(ctx, method)
         for stmt, value in method_graph.assignments.get(own, []):
+            assigning.add(method.node.name)
+            if isinstance(value, ast.Constant) and hasattr(stmt, "lineno"):
+                continue  # a placeholder (``self.fake = None`` in ``__init__``) holds no graph
             modules = _made_by(ctx, method_graph, stmt, value) if hasattr(stmt, "lineno") else frozenset()
             if not modules:
                 return frozenset()
             made_by |= {_as_caller(m, method, scope) for m in modules}
-            assigning.add(method.node.name)
     # regenerated between the steps (`self.forward()` again) or inside a step's helper
     calls = [(n, scope) for n in scope_nodes(scope) if isinstance(n, ast.Call) and between(n, first, second)]
     calls += [(n, h) for h in helpers if h is not None for n in scope_nodes(h) if isinstance(n, ast.Call)]

@@ -26,6 +26,7 @@ from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import is_self_attribute, scope_nodes
 from fixer.analysis.shared_graph import ZERO_GRADIENT_METHODS, reaching
+from fixer.analysis.slots import slot_name
 from fixer.context import FileContext
 
 MAX_DEPTH = 4  # names followed back through their assignments
@@ -72,7 +73,7 @@ def _call_producers(ctx: FileContext, graph: GraphFacts, call: ast.Call, at: ast
     if isinstance(func, ast.Attribute) and (func.attr in DETACHING_METHODS or func.attr in ZERO_GRADIENT_METHODS):
         return frozenset()
     inputs = [*call.args, *(k.value for k in call.keywords)]
-    name = dotted(func)
+    name = slot_name(func)
     if name and _is_module(ctx, graph, func):
         return frozenset({name}) | _union(ctx, graph, inputs, at, depth)  # its inputs' graphs flow on
     if isinstance(func, ast.Attribute) and name and _is_module(ctx, graph, func.value):
@@ -116,7 +117,7 @@ def _returned_producers(ctx: FileContext, graph: GraphFacts, call: ast.expr, ind
 def _is_module(ctx: FileContext, graph: GraphFacts, func: ast.expr) -> bool:
     """A module by its construction or name (``GraphFacts.is_module``), or because an optimizer
     of the file is built from its ``.parameters()``."""
-    name = dotted(func)
+    name = slot_name(func)  # also nets["G"], a slot an optimizer's parameters name
     return graph.is_module(func) or any(name in models for models in optimizer_params(ctx).values() if models)
 
 

@@ -20,8 +20,10 @@ from fixer.analysis.shared_graph import flowing_nodes, runs_after_in_same_pass, 
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.callees import called_function
+from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.slots import slot_name, stable_field
 from fixer.context import FileContext
 
 FREEING_KINDS = ("method", "owner", "scaler", "autograd.backward")
@@ -63,7 +65,7 @@ def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts, depth: int 
         for node in scope_nodes(scope):
             if not isinstance(node, ast.Call) or under_no_grad(ctx, node):
                 continue
-            callee = dotted(node.func)
+            callee = field_alias(ctx, scope, graph, node.func) or slot_name(node.func)
             if callee is None or (qualified(ctx, node.func) or "").startswith("torch.") or _is_tensor_method(graph, node):
                 continue
             stmt = ctx.statement_of(node)
@@ -76,6 +78,22 @@ def callable_uses(ctx: FileContext, scope: Scope, graph: GraphFacts, depth: int 
         return found
 
     return ctx.memo(("gan_uses", id(scope.node), depth), compute)
+
+
+def field_alias(ctx: FileContext, scope: Scope, graph: GraphFacts, func: ast.expr) -> Optional[str]:
+    """The field a local name stands for: ``netD`` bound once to ``self.netD`` (``netD =
+    self.netD``, ``netG, netD = self.netG, self.netD``), a field only ``__init__`` writes, so the
+    name calls what the field holds for the object's life. None otherwise."""
+    if not isinstance(func, ast.Name) or scope.class_node is None or not scope.self_name:
+        return None
+    defs = graph.reaching(func.id, func)
+    value = defs[0][1] if len(defs) == 1 else None
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and dotted(value.value.value) == scope.self_name:
+        return slot_name(value) if stable_field(ctx, scope.class_node, value.value.attr) else None  # netD = self.nets["D"]
+    if not isinstance(value, ast.Attribute) or dotted(value.value) != scope.self_name:
+        return None
+    writes = attribute_writes(ctx, scope.class_node).get(value.attr, [])
+    return dotted(value) if writes and all(w.method.node.name == "__init__" for w in writes) else None
 
 
 def _loss_helper_uses(ctx: FileContext, scope: Scope, call: ast.Call, stmt: ast.stmt, depth: int) -> list[Use]:

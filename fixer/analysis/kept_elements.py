@@ -19,7 +19,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.call_sites import call_sites, life_field, step_arguments
+from fixer.analysis.call_sites import call_sites, init_field, life_field, step_arguments
 from fixer.analysis.calls import backpropagates_in
 from fixer.analysis.element_stores import ElementStore, bound_argument, element_kinds, element_stores, numeric_readers
 from fixer.analysis.graph import Kind, facts
@@ -43,7 +43,7 @@ def kept_elements(ctx: FileContext) -> Iterator[KeptElements]:
         if method.class_node is None:
             continue
         for store in element_stores(ctx, method):
-            readers = numeric_readers(ctx, method.class_node, store.field, store.stmt)
+            readers = numeric_readers(ctx, method.class_node, store)
             if readers is None:
                 continue
             leaking, only_tensors = None, True
@@ -63,17 +63,18 @@ def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
     before that loop: what its fields keep survives into the next iteration. A call in a step
     function or method (no loop of its own) runs in each iteration of the loop around a call of
     it: on an object its parameter holds, when that call's argument is bound before the loop; on
-    an object its ``self`` holds for life (``call_sites.life_field``), when the receiver of that
-    call is bound before the loop."""
+    its own object (``self.update(losses)``) or an object its ``self`` holds for life
+    (``call_sites.life_field``, ``init_field``), when the receiver of that call is bound before the loop."""
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     if receiver is None or under_no_grad(ctx, call):
         return False
     loops = enclosing_loops(ctx, call, caller)
     if loops:
         return _made_before_loop(ctx, caller, call, receiver) and receiver.id != caller.self_name
-    lifted = life_field(ctx, caller, receiver) is not None or isinstance(receiver, ast.Name) and receiver.id != caller.self_name
+    held = life_field(ctx, caller, receiver) is not None or init_field(ctx, caller, receiver) or isinstance(receiver, ast.Name) and receiver.id == caller.self_name
+    lifted = held or isinstance(receiver, ast.Name)
     steps = lifted and backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
-    if life_field(ctx, caller, receiver) is not None:
+    if held:
         return any(_made_before_loop(ctx, site_scope, site, site.func.value, steps)
                    for site_scope, site in call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
     return isinstance(receiver, ast.Name) and receiver.id != caller.self_name and any(

@@ -15,6 +15,7 @@ from fixer.analysis.class_model import held_for_life
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import loop_of_pass
+from fixer.analysis.slots import dict_slots, slot_name
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -95,6 +96,12 @@ def optimizer_params(ctx: FileContext) -> dict[str, Optional[frozenset[str]]]:
             models = _parameter_owners(ctx, assign)
             previous = owners.get(name, frozenset())
             owners[name] = None if models is None or previous is None else previous | models
+        for assign in statement_index(ctx).assigns:  # self.opt = {k: Adam(n.parameters()) for k, n in self.nets.items()}
+            for name, (value, bound) in dict_slots(ctx, assign).items():
+                if is_optimizer_construction(ctx, value):
+                    found = _params_of(value)
+                    models = _models_in(ctx, assign, found, 0, bound) if found is not None else None
+                    owners[name] = frozenset(models) if models else None
         _trainer_fields(ctx, owners)
         return owners
 
@@ -112,10 +119,14 @@ def _trainer_fields(ctx: FileContext, owners: dict[str, Optional[frozenset[str]]
             owners[field] = None if models is None else models | {held[m] for m in models if m in held}
 
 
+def _params_of(call: ast.Call) -> Optional[ast.expr]:
+    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+
+
 def _parameter_owners(ctx: FileContext, assign: ast.Assign) -> Optional[frozenset[str]]:
     call = assign.value
     assert isinstance(call, ast.Call)
-    params = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+    params = _params_of(call)
     if params is None:
         return None
     models = _models_in(ctx, assign, params, depth=2)
@@ -124,17 +135,17 @@ def _parameter_owners(ctx: FileContext, assign: ast.Assign) -> Optional[frozense
     return frozenset(models | _aliases(ctx, assign, models))
 
 
-def _models_in(ctx: FileContext, assign: ast.Assign, params: ast.expr, depth: int) -> Optional[set[str]]:
+def _models_in(ctx: FileContext, assign: ast.Assign, params: ast.expr, depth: int, slots: Optional[dict[str, str]] = None) -> Optional[set[str]]:
     """The models whose ``.parameters()`` make up ``params``; a name is followed to its one
     assignment in the same function (``ge = chain(g.parameters(), e.parameters())``), so naming
     the list or writing it inline gives the same answer. None when some part is unknown."""
     models: set[str] = set()
     for node in walk(params):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("parameters", "named_parameters"):
-            model = dotted(node.func.value)
+            model = slot_name(node.func.value)
             if model is None:
                 return None
-            models.add(model)
+            models.add((slots or {}).get(model, model))  # n.parameters() for n standing for self.nets['G']
         elif isinstance(node, ast.Name) and not _is_parameters_receiver(ctx, node, params):
             value = _single_assignment(ctx, assign, node.id) if depth > 0 else None
             inner = _models_in(ctx, assign, value, depth - 1) if value is not None else None
@@ -185,8 +196,8 @@ def _is_parameters_receiver(ctx: FileContext, name: ast.Name, root: ast.AST) -> 
     for parent in ctx.ancestors(name):
         if parent is root:
             break
-        if isinstance(parent, ast.Attribute):
-            node = parent
+        if isinstance(parent, ast.Attribute) or isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.slice, ast.Constant):
+            node = parent  # model.head.parameters(), nets["G"].parameters()
             continue
         break
     return isinstance(node, ast.Attribute) and node.attr in ("parameters", "named_parameters")
