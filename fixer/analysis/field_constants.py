@@ -1,7 +1,8 @@
 """The constants a flag read from a configuration object can hold: ``self.cfg.retain_graph``,
 ``cfg.retain_graph``, ``self.retain_graph`` or ``Config.retain_graph``, where the object is an
 instance of a class of this file (``call_sites.path_instance``: a name bound only to ``Cls(...)``,
-a field its class's one construction gives one, or a method's own ``self``) or the class itself.
+a field its class's one construction gives one, or a method's own ``self``) or of a class
+imported from another project file (``callees.imported_instance_of``), or the class itself.
 
 ``constant_values(ctx, scope, expr)`` is the set of constants every path can give ``expr``: a
 constant; a module-level name bound only to constants; a field's value, which is the union of
@@ -11,7 +12,8 @@ stored there (or that parameter's default), and every constant a method writes t
 (unknown) when any part is not a constant, when a construction hides arguments (``*``/``**``),
 when the class has bases (inherited fields), when its name is used other than by constructions
 (``dataclasses.replace``, passed on, subclassed), or when code outside the class may store the
-field (``cfg.flag = ...``, ``setattr``, ``vars``/``__dict__``)."""
+field (``cfg.flag = ...``, ``setattr``, ``vars``/``__dict__``) in its file, the reading file or a
+file importing the class."""
 
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ import ast
 from typing import Optional
 
 from fixer.analysis.arguments import bound_arguments
-from fixer.analysis.call_sites import path_instance
-from fixer.analysis.class_model import attribute_writes, class_methods, init_parameter, written_only_in
-from fixer.analysis.importers import project_constructions
+from fixer.analysis.call_sites import life_field, path_instance
+from fixer.analysis.callees import imported_instance_of
+from fixer.analysis.class_model import attribute_store_lines, attribute_writes, class_methods, init_parameter, written_only_in
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import qualified
-from fixer.analysis.scopes import Scope, scopes, statement_index
+from fixer.analysis.scopes import Scope, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 Values = Optional[frozenset]
@@ -39,28 +43,57 @@ def constant_values(ctx: FileContext, scope: Scope, expr: ast.expr, depth: int =
         return None
     if isinstance(expr, ast.Name):
         return _global_values(ctx, scope, expr.id, depth)
-    if not isinstance(expr, ast.Attribute) or any(s in ctx.source for s in OPAQUE_STORES):
+    owner = _owner(ctx, scope, expr.value) if isinstance(expr, ast.Attribute) else None
+    if owner is None:
         return None
-    cls, instance = _owner(ctx, scope, expr.value)
-    if cls is None or cls.bases or cls.keywords or not written_only_in(ctx, cls, expr.attr):
+    home, cls, instance = owner
+    if cls.bases or cls.keywords or not _stored_only_by(ctx, home, cls, expr.attr):
         return None
-    if instance and not project_constructions(ctx, cls):
+    if instance and not project_constructions(home, cls):
         return None  # instances made otherwise too (subclassed, passed on, a factory): unknown
-    return _field_values(ctx, cls, expr.attr, instance, depth)
+    return _field_values(home, cls, expr.attr, instance, depth)
 
 
-def _owner(ctx: FileContext, scope: Scope, receiver: ast.expr) -> tuple[Optional[ast.ClassDef], bool]:
-    """The class of this file ``receiver`` is an instance of (True) or names itself (False)."""
+def _owner(ctx: FileContext, scope: Scope, receiver: ast.expr) -> Optional[tuple[FileContext, ast.ClassDef, bool]]:
+    """(the class's file, the class, True) when ``receiver`` is an instance of a class of this or
+    another project file; (..., False) when it names the class itself."""
     classes = {c.name: c for c in statement_index(ctx).classes if ctx.parent(c) is ctx.tree}
     if isinstance(receiver, ast.Name) and receiver.id in classes and not _rebound(ctx, receiver.id):
-        return classes[receiver.id], False
+        return ctx, classes[receiver.id], False
     if isinstance(receiver, ast.Name) and receiver.id == scope.self_name and scope.class_node is not None:
-        return scope.class_node, True
-    prefix = ast.unparse(receiver) if isinstance(receiver, (ast.Name, ast.Attribute)) else ""
-    found = path_instance(ctx, scope, prefix) if prefix else None
-    if found is None and isinstance(receiver, ast.Name) and _global(ctx, scope, receiver.id):
-        found = path_instance(ctx, scopes(ctx)[0], prefix)  # a module-level configuration read in a function
-    return found, True
+        return ctx, scope.class_node, True
+    root = receiver
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and root.id not in classes and not _rebound(ctx, root.id):
+        imported = imported_class(ctx, qualified(ctx, receiver) or "")  # Config.flag, settings.Config.flag
+        if imported is not None:
+            return imported[0], imported[1], False
+    where, name = _holder(ctx, scope, receiver)
+    found = path_instance(ctx, where, name) if name else None
+    if found is not None:
+        return ctx, found, True
+    if name and "." in name:  # self.cfg: what the class's one construction gives it
+        given = life_field(ctx, scope, receiver)
+        where, name = (scope_of(ctx, given), given.id) if isinstance(given, ast.Name) else (where, None)
+    imported = imported_instance_of(ctx, where, name) if name else None
+    return (imported[0], imported[1], True) if imported is not None else None
+
+
+def _holder(ctx: FileContext, scope: Scope, receiver: ast.expr) -> tuple[Scope, Optional[str]]:
+    """The scope and dotted name of ``receiver`` (the module's when it reads a module-level name)."""
+    if isinstance(receiver, ast.Name):
+        return (scopes(ctx)[0] if _global(ctx, scope, receiver.id) else scope), receiver.id
+    return scope, (ast.unparse(receiver) if isinstance(receiver, ast.Attribute) else None)
+
+
+def _stored_only_by(ctx: FileContext, home: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+    """Only the class stores ``.attr`` in its file, the reading file and the files importing it,
+    none of which stores fields in ways not followed (``setattr``, ``vars``, ``__dict__``)."""
+    others = {id(f): f for f in [ctx, *class_importers(home, cls)] if f is not home}
+    if any(s in f.source for f in [home, *others.values()] for s in OPAQUE_STORES):
+        return False
+    return written_only_in(home, cls, attr) and not any(attribute_store_lines(f, attr) for f in others.values())
 
 
 def _rebound(ctx: FileContext, name: str) -> bool:
