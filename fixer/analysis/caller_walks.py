@@ -19,7 +19,8 @@ from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.importers import class_importers, importer_calls
 from fixer.analysis.plain_numbers import parameters
 from fixer.analysis.retained_walks import read_for_numbers, walked_again
-from fixer.analysis.scopes import Scope
+from fixer.analysis.names import dotted
+from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -40,6 +41,8 @@ def walked_again_through_callers(ctx: FileContext, scope: Scope, call: BackwardC
         given = dict(bound_arguments(scope, site)).get(param)
         if given is None or any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
             return reason
+        if _unchecked_backward_calls(ctx, caller, site):
+            return f"line {site.lineno}'s caller calls another function that may backpropagate"
         found = walked_again_through_callers(ctx, caller, BackwardCall(site, given, call.kind), depth + 1)
         if found is not None:
             return f"the graph given at line {site.lineno}: {found}"
@@ -56,6 +59,17 @@ def _walked_only_here(ctx: FileContext, scope: Scope, call: BackwardCall, param:
             if not isinstance(node.ctx, ast.Load) or not read_for_numbers(ctx, node):
                 return False
     return True
+
+
+def _unchecked_backward_calls(ctx: FileContext, caller: Scope, site: ast.Call) -> bool:
+    """The caller calls, besides ``site``, a function spelled like a backward that is not a
+    backward call the analysis checks (``self.do_backward(other_loss)``): ``walked_again`` lets
+    such calls pass as checked ones, which they are not here."""
+    checked = {id(b.node) for b in backward_calls(ctx, caller)} | {id(site)}
+    return any(
+        isinstance(n, ast.Call) and id(n) not in checked and (dotted(n.func) or "").endswith(("backward", ".grad"))
+        for n in scope_nodes(caller)
+    )
 
 
 def _all_calls(ctx: FileContext, scope: Scope) -> list[tuple[Scope, ast.Call]]:
