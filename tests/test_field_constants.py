@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from fixer.analysis.field_constants import constant_values
+from fixer.analysis.project_files import forget_project_files
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 
@@ -168,3 +169,24 @@ def test_module_constant_bound_once_or_more():
         loss.backward(retain_graph=KEEP)
     """
     assert _flag(shadowed) is None  # the parameter, not the module's name
+
+
+def test_a_store_in_another_project_file_makes_it_unknown(tmp_path):
+    main = textwrap.dedent(DATACLASS.format(default="True", construction="Cfg()"))
+    (tmp_path / "main.py").write_text(main)
+    path = str(tmp_path / "main.py")
+
+    def flag():
+        ctx = FileContext(path, main)
+        scope = next(s for s in scopes(ctx) if getattr(s.node, "name", "") == "step")
+        keyword = next(n for n in ast.walk(scope.node) if isinstance(n, ast.keyword) and n.arg == "retain_graph")
+        return constant_values(ctx, scope, keyword.value)
+
+    assert flag() == frozenset({True})
+    (tmp_path / "other.py").write_text("class Other:\n    def __init__(self):\n        self.keep = False\n")
+    forget_project_files()
+    assert flag() == frozenset({True})  # another class's own field: not this object
+    forget_project_files()
+    (tmp_path / "tweaks.py").write_text("def relax(options):\n    options.keep = False\n")  # imports nothing
+    assert flag() is None
+    forget_project_files()

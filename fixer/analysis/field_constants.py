@@ -18,6 +18,7 @@ file importing the class."""
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from fixer.analysis.arguments import bound_arguments
@@ -25,7 +26,7 @@ from fixer.analysis.call_sites import life_field, path_instance
 from fixer.analysis.callees import imported_instance_of
 from fixer.analysis.class_model import attribute_store_lines, attribute_writes, class_methods, init_parameter, written_only_in
 from fixer.analysis.imported_definitions import imported_class
-from fixer.analysis.importers import class_importers, project_constructions
+from fixer.analysis.importers import class_importers, neighbours_naming, project_constructions
 from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_of, scopes, statement_index
 from fixer.context import FileContext
@@ -88,12 +89,32 @@ def _holder(ctx: FileContext, scope: Scope, receiver: ast.expr) -> tuple[Scope, 
 
 
 def _stored_only_by(ctx: FileContext, home: FileContext, cls: ast.ClassDef, attr: str) -> bool:
-    """Only the class stores ``.attr`` in its file, the reading file and the files importing it,
-    none of which stores fields in ways not followed (``setattr``, ``vars``, ``__dict__``)."""
-    others = {id(f): f for f in [ctx, *class_importers(home, cls)] if f is not home}
+    """Only the class stores ``.attr`` in its file, the reading file, the files importing the class
+    and the project files around both that name ``attr``, none of which stores fields in ways not
+    followed (``setattr``, ``vars``, ``__dict__``)."""
+    around = [*class_importers(home, cls), *neighbours_naming(home, attr), *neighbours_naming(ctx, attr)]
+    others = {id(f): f for f in [ctx, *around] if os.path.abspath(f.path) != os.path.abspath(home.path)}
     if any(s in f.source for f in [home, *others.values()] for s in OPAQUE_STORES):
         return False
-    return written_only_in(home, cls, attr) and not any(attribute_store_lines(f, attr) for f in others.values())
+    return written_only_in(home, cls, attr) and not any(_may_store(f, cls, attr) for f in others.values())
+
+
+def _may_store(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+    """A store to ``.attr`` in this file (not the class's) may change an instance of ``cls``: its
+    receiver is not provably another object (the ``self`` of another class's method, or a name
+    bound only to another class's construction)."""
+    if not attribute_store_lines(ctx, attr):
+        return False
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Attribute) and node.attr == attr and not isinstance(node.ctx, ast.Load):
+            scope = scope_of(ctx, node)
+            receiver = node.value
+            if isinstance(receiver, ast.Name) and receiver.id == scope.self_name and scope.class_node is not None:
+                continue  # another class's own field
+            other = path_instance(ctx, scope, receiver.id) if isinstance(receiver, ast.Name) else None
+            if other is None or other.name == cls.name:
+                return True
+    return False
 
 
 def _rebound(ctx: FileContext, name: str) -> bool:
