@@ -31,8 +31,12 @@ for inputs, targets in loader:
 ```
 The rule stays silent when a later `backward`/`autograd.grad` may walk any part of the same graph
 (two losses on a shared trunk, a sub-graph built before the loop), with `create_graph`, when the
-value is not the constant `True`, when the graph comes from a parameter or attribute (the caller
-may backpropagate again; a parameter counts as data when it is named like a batch, an input or
+value is not `True` on every path (a constant, or a flag of a configuration object: a dataclass
+field's default or a class attribute, with what every construction the program makes passes for
+it; unknown when any is not a constant or the field is stored from outside), when the graph
+comes from a parameter or attribute (the caller may backpropagate again, unless the function
+backpropagates only that parameter and every call the program makes gives it a graph nothing
+walks again after the call; a parameter counts as data when it is named like a batch, an input or
 a transition (`batch`, `x`, `states`, `obs`, `rewards`, `dones`) or when every call of the
 function in this file passes a value without a graph, unless a call of this file passes it a
 graph; `self.gamma` counts as a number when the class only ever assigns it numbers) or leaves the
@@ -51,10 +55,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from fixer.analysis.caller_walks import walked_again_through_callers
 from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.field_constants import constant_values
 from fixer.analysis.field_walks import walked_through_fields
-from fixer.analysis.retained_walks import walked_again
-from fixer.analysis.scopes import scopes
+from fixer.analysis.scopes import Scope, scopes
 from fixer.context import FileContext
 from fixer.edits.keywords import remove_keyword_keeping_layout
 from fixer.rule import Diagnostic, Rule
@@ -75,25 +80,33 @@ class NeedlessRetainGraph(Rule):
             return
         for scope in scopes(ctx):
             for call in backward_calls(ctx, scope):
-                keyword = _constant_true_retain(call)
-                if keyword is None or walked_again(ctx, scope, call) is not None and walked_through_fields(ctx, scope, call) is not None:
+                keyword = _always_true_retain(ctx, scope, call)
+                if keyword is None or walked_again_through_callers(ctx, scope, call) is not None and walked_through_fields(ctx, scope, call) is not None:
                     continue  # (a method whose graph the object's fields hold: followed across the class)
                 yield self.diagnostic(
                     ctx,
                     keyword,
-                    "`retain_graph=True` keeps the graph's saved tensors alive, but nothing backpropagates "
+                    f"{_flag_text(keyword)} keeps the graph's saved tensors alive, but nothing backpropagates "
                     "through this graph again; remove it",
                     remove_keyword_keeping_layout(ctx, call.node, keyword),
                     title="Remove `retain_graph=True`",
                 )
 
 
-def _constant_true_retain(call: BackwardCall) -> Optional[ast.keyword]:
+def _always_true_retain(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[ast.keyword]:
+    """The call's ``retain_graph`` keyword when it is True on every path: the constant, or a flag
+    of a configuration object that every construction the program makes leaves True."""
     keyword = call.keyword("retain_graph")
-    if keyword is None or not (isinstance(keyword.value, ast.Constant) and keyword.value.value is True):
+    if keyword is None or constant_values(ctx, scope, keyword.value) != frozenset({True}):
         return None
     if any(k.arg is None for k in call.node.keywords) or any(isinstance(a, ast.Starred) for a in call.node.args):
         return None  # **kwargs / *args may hold create_graph
     if len(call.node.args) > MAX_POSITIONAL.get(call.kind, 1):
         return None
     return keyword
+
+
+def _flag_text(keyword: ast.keyword) -> str:
+    if isinstance(keyword.value, ast.Constant):
+        return "`retain_graph=True`"
+    return f"`retain_graph={ast.unparse(keyword.value)}` (True on every path the program takes)"

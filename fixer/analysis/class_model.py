@@ -163,9 +163,12 @@ def _assigned_calls(ctx: FileContext) -> dict[str, list[ast.Call]]:
 
 def written_only_in(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
     """No text outside the class stores to ``.attr`` (so ``self.attr`` elsewhere is another object's)."""
-    pattern = re.compile(r"\.%s\s*(?:[-+*/@%%|&^]|//|\*\*|<<|>>)?=(?!=)" % re.escape(attr))
-    lines = ctx.lines_matching(pattern)
-    return all(cls.lineno <= line <= cls.end_lineno for line in lines)
+    return all(cls.lineno <= line <= cls.end_lineno for line in attribute_store_lines(ctx, attr))
+
+
+def attribute_store_lines(ctx: FileContext, attr: str) -> list[int]:
+    """The lines whose text stores to ``.attr`` (``x.attr = v``, ``x.attr += v``)."""
+    return ctx.lines_matching(re.compile(r"\.%s\s*(?:[-+*/@%%|&^]|//|\*\*|<<|>>)?=(?!=)" % re.escape(attr)))
 
 
 def held_for_life(ctx: FileContext) -> dict[str, str]:

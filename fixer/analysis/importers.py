@@ -128,6 +128,16 @@ def _folder_paths_naming(folder: str, name: str) -> tuple[str, ...]:
     return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := read_file(p)) and _names(data, word))
 
 
+def neighbours_naming(ctx: FileContext, name: str) -> list[FileContext]:
+    """The project files around ``ctx``'s module (``_neighbours``, itself excluded) whose text
+    names ``name`` as a word, imports or not (a helper that stores ``obj.name`` need import nothing)."""
+    if ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
+        return []
+    here, word = os.path.abspath(ctx.path), name.encode()
+    paths = [p for p in _neighbours(os.path.join(os.path.dirname(here), "__init__.py")) if p != here and _names(read_file(p), word)]
+    return [other for other in map(load_file, paths) if other is not None]
+
+
 def _names(data: bytes, name: bytes) -> bool:
     """``name`` occurs in ``data`` as a whole word (found at memchr speed, then its edges checked)."""
     at = data.find(name)

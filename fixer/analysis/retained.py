@@ -337,12 +337,24 @@ def _mutations(scope: Scope) -> dict[str, list[tuple[ast.stmt, Optional[ast.expr
 
 
 def _unpacks_names(value: Optional[ast.expr]) -> bool:
-    """A plain name, or subscripts and tuples of names (``batch``, ``batch[0]``, ``(x, y)``)."""
+    """A plain name, or subscripts, slices and tuples of names (``batch``, ``batch[0]``,
+    ``seq[:, 1:]``, ``(x, y)``)."""
     if isinstance(value, ast.Name):
         return True
     if isinstance(value, ast.Subscript):
-        return _unpacks_names(value.value) and isinstance(value.slice, ast.Constant)
+        return _unpacks_names(value.value) and _constant_index(value.slice)
     return isinstance(value, (ast.Tuple, ast.List)) and bool(value.elts) and all(_unpacks_names(e) for e in value.elts)
+
+
+def _constant_index(index: Optional[ast.expr]) -> bool:
+    """``0``, ``-1``, ``1:``, ``:, :-1``: an index or slice made of constants only."""
+    if index is None or isinstance(index, ast.Constant):
+        return True
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        return isinstance(index.operand, ast.Constant)
+    if isinstance(index, ast.Slice):
+        return all(_constant_index(part) for part in (index.lower, index.upper, index.step))
+    return isinstance(index, ast.Tuple) and all(_constant_index(e) for e in index.elts)
 
 
 def _container(node: ast.expr) -> ast.expr:

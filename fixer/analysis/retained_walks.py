@@ -128,6 +128,8 @@ def _escape(ctx, scope, graph: GraphSources, call: BackwardCall, own: Sources) -
     escapes, reaching = _escapes(ctx, scope, graph), _escapes_reaching(ctx, scope, graph)
     for index in sorted({i for stmt in own.defs for i in reaching.get(stmt, ())}):
         node, _, what, after = escapes[index]
+        if node is call.node:
+            continue  # the backward itself (or the helper call that runs it: ``caller_walks``)
         if not after or _after(node, call.node):
             return f"a value of its graph {what} (line {node.lineno})"
     for name in _names_read_elsewhere(ctx, scope):
@@ -230,7 +232,7 @@ def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bo
                 return False  # stored on an object or in a container
             targets = [t.elts[slot] if slot is not None and isinstance(t, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in t.elts) and slot < len(t.elts) else t for t in stmt.targets]
             bound = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
-            if not all(_read_for_numbers(ctx, n) for n in scope_nodes(caller) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)):
+            if not all(read_for_numbers(ctx, n) for n in scope_nodes(caller) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)):
                 return False
         return True
 
@@ -286,16 +288,16 @@ def _hands_itself(ctx: FileContext, method: Scope) -> bool:
 
 def _numbers_only(ctx: FileContext, owner: Scope, read: ast.expr) -> bool:
     """``read`` is turned into a number on the spot, or bound to a name that only is."""
-    if _read_for_numbers(ctx, read):
+    if read_for_numbers(ctx, read):
         return True
     assign = ctx.parent(read)
     if not (isinstance(assign, ast.Assign) and assign.value is read and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name)):
         return False
     name = assign.targets[0].id
-    return all(_read_for_numbers(ctx, n) for n in scope_nodes(owner) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+    return all(read_for_numbers(ctx, n) for n in scope_nodes(owner) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
 
 
-def _read_for_numbers(ctx: FileContext, name: ast.Name) -> bool:
+def read_for_numbers(ctx: FileContext, name: ast.Name) -> bool:
     parent = ctx.parent(name)
     if isinstance(parent, ast.Attribute) and parent.attr in READING_METHODS:
         return isinstance(ctx.parent(parent), ast.Call)
