@@ -63,6 +63,7 @@ WATCHED_GAPS: dict[str, str] = {
     ) for name in (
         "dataclass_epoch_sums", "ledger_posts_tuple_of_terms", "meter_sums_dict_of_losses", "summary_reads_items_of_helper_dict",
         "helper_step_records_returned_terms", "step_function_feeds_tracker_argument", "trainer_feeds_tracker_field",
+        "agent_loss_ema_through_previous_value", "tracker_blends_slot_into_itself", "trainer_holds_dataclass_loss_ema",
     )},
     "missing_zero_grad/critic_method_beside_actor_zero_grad": (
         "reported at the loop's call of the method that steps (`self.update_critic(...)`, where the run sees the step of "

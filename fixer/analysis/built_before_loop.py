@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from fixer.analysis.calls import optimizer_calls
 from fixer.analysis.bindings import module_names
 from fixer.analysis.earlier_in_pass import runs_before_once
-from fixer.analysis.trainable_inputs import may_be_stepped, requires_grad_surely
+from fixer.analysis.trainable_inputs import requires_grad_surely
 from fixer.analysis.evidence import built_graph
 from fixer.analysis.held_values import held_name
 from fixer.analysis.graph import GraphFacts, Kind, facts
@@ -155,11 +155,10 @@ def _inputs_stable(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast
 
 
 def updates_leaves(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast.expr, loop: ast.AST) -> bool:
-    """The loop steps an optimizer that may change an input of ``value``, or updates one in place."""
-    stepped = may_be_stepped(ctx, graph, value, value)
-    if stepped and any(call.kind == "step" and inside(ctx, call.node, loop) for call in optimizer_calls(ctx, scope)):
+    """The loop steps an optimizer or updates an input of ``value`` in place."""
+    if any(call.kind == "step" and inside(ctx, call.node, loop) for call in optimizer_calls(ctx, scope)):
         return True
-    if stepped and any(inside(ctx, call.node, loop) and steps_optimizer(ctx, scope, call) for call in training_calls(ctx, scope)):
+    if any(inside(ctx, call.node, loop) and steps_optimizer(ctx, scope, call) for call in training_calls(ctx, scope)):
         return True
     inputs = names_in(value)
     for node in body_nodes(ctx, loop):

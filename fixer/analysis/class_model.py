@@ -175,8 +175,14 @@ def held_for_life(ctx: FileContext) -> dict[str, str]:
     """``self.attr`` -> the dotted name the file's one construction of the class passes for it,
     for attributes the object keeps for life (``self.opt = opt`` given ``Trainer(opt)``), when only
     that class of the file writes ``self.attr`` (so the name says whose ``self`` it is)."""
-    def compute() -> dict[str, str]:
-        found: dict[str, str] = {}
+    return ctx.memo("held_for_life", lambda: {field: dotted(given) for field, given in held_arguments(ctx).items()})
+
+
+def held_arguments(ctx: FileContext) -> dict[str, ast.expr]:
+    """``held_for_life``'s answers as the argument the construction passes, in its place in the
+    file (a name read there is scoped there)."""
+    def compute() -> dict[str, ast.expr]:
+        found: dict[str, ast.expr] = {}
         constructed = _assigned_calls(ctx)
         for cls in statement_index(ctx).classes:  # only classes the file constructs: a cheap test first
             if cls.name not in constructed or constructions(ctx, cls) is None:
@@ -185,7 +191,7 @@ def held_for_life(ctx: FileContext) -> dict[str, str]:
                 given = construction_argument(ctx, cls, attr)
                 name = dotted(given) if given is not None else None
                 if name and not name.startswith("self.") and written_only_in(ctx, cls, attr):
-                    found[f"self.{attr}"] = name
+                    found[f"self.{attr}"] = given
         return found
 
-    return ctx.memo("held_for_life", compute)
+    return ctx.memo("held_arguments", compute)

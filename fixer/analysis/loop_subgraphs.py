@@ -18,6 +18,7 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, innermost_loop, inside, reaches, repeats_per_iteration
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.trainable_inputs import may_be_stepped
 from fixer.analysis.training_calls import training_calls
 from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.context import FileContext
@@ -55,10 +56,12 @@ def built_once_graphs(ctx: FileContext, scope: Scope) -> list[BuiltOnce]:
                 finding.calls.append(call)
                 finding.band_aid |= band_aid
     # retain_graph=True keeps the shared graph: wrong only when the loop updates its leaves
-    # (stale values, or "modified by an inplace operation"), and then recomputing is the fix
+    # (stale values, or "modified by an inplace operation"), and then recomputing is the fix; a
+    # step changes them only when it may reach them (collocation points no optimizer is given: no)
     return [
         f for f in found.values()
         if (not f.band_aid or (updates_leaves(ctx, graph, scope, f.stmt.value, f.loop)
+                               and may_be_stepped(ctx, graph, f.stmt.value, f.stmt)
                                and recompute_kind(ctx, graph, scope, f.stmt, f.loop) is not None))
         and not _gan_step_in(ctx, f.loop)
     ]

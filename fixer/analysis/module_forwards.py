@@ -11,7 +11,7 @@ import ast
 from typing import Optional
 
 from fixer.analysis.bindings import module_classes
-from fixer.analysis.class_model import held_for_life
+from fixer.analysis.class_model import held_arguments
 from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import Scope, scopes, statement_index
@@ -44,9 +44,10 @@ def forward_scope(ctx: FileContext, func: ast.expr) -> Optional[Scope]:
 
 
 def given_for_life(ctx: FileContext, attr: Optional[str]) -> Optional[ast.expr]:
-    """``self.rnn`` -> ``rnn`` given to the one construction ``Trainer(rnn, ...)`` (class_model)."""
-    name = held_for_life(ctx).get(f"self.{attr}") if attr else None
-    return ast.Name(id=name, ctx=ast.Load()) if name and "." not in name else None
+    """``self.rnn`` -> ``rnn`` given to the one construction ``Trainer(rnn, ...)`` (class_model):
+    the argument itself, so that the name is scoped where the construction reads it."""
+    given = held_arguments(ctx).get(f"self.{attr}") if attr else None
+    return given if isinstance(given, ast.Name) else None
 
 
 def _visible(ctx: FileContext, name: str, read: ast.expr) -> list[ast.Call]:
