@@ -111,12 +111,15 @@ class FileContext:
     def set_parent(self, child: ast.AST, parent: ast.AST) -> None:
         self._parents[child] = parent
 
+    def set_parents(self, children: list[ast.AST], parent: ast.AST) -> None:
+        for child in children:
+            self._parents[child] = parent
+
     @property
     def parents(self) -> dict[ast.AST, ast.AST]:
         if not self._all_parents:
             for node in walk(self.tree):
-                for child in child_nodes(node):
-                    self._parents[child] = node
+                self.set_parents(child_nodes(node), node)
             self._all_parents = True
         return self._parents
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fixer.analysis import project_files, project_text
+from fixer import suppress
+from fixer.analysis import module_cache, project_files, project_text
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
@@ -97,3 +98,27 @@ def test_module_probes_agree_with_the_file_system(tmp_path):
     (tmp_path / "late.py").write_text("y = 2\n")  # a file added later is seen once caches are dropped
     project_files.forget_project_files()
     assert project_files.module_in_folder(folder, "late", 0) == str(tmp_path / "late.py")
+
+
+def test_definitions_found_by_find_are_the_anchored_regex_matches():
+    anchored = re.compile(rb"^([ \t]*)def (\w+)\b", re.MULTILINE)
+    for path, data in _texts():
+        found: dict[bytes, list[tuple[int, int]]] = {}
+        for match in anchored.finditer(data):
+            found.setdefault(match.group(2), []).append((len(match.group(1)), match.end()))
+        for name in {*found, b"forward", b"nothing"}:
+            assert list(module_cache._definitions(data, name)) == found.get(name, []), (path, name)
+    assert list(module_cache._definitions(b"x = 1  # def forward\n\tdef forward_x():\n\tdef forward():", b"forward")) == [(1, 51)]
+
+
+def test_word_matches_are_those_of_a_leading_word_boundary():
+    for path, data in list(_texts())[:150]:
+        for name in (rb"self", rb"model", rb"step", rb"torch\.nn"):
+            pattern = name + rb"\.(\w+)\s*\("
+            plain = [m.span() for m in re.finditer(rb"\b" + pattern, data)]
+            assert [m.span() for m in project_text._word_matches(pattern, data)] == plain, (path, name)
+
+
+@pytest.mark.parametrize("text", ["x = 1\n", "# GraphFix: ignore\n", "# graphfix: ignore[GF301]\n", "é # GRAPHFIX: ignore\n", "é\n", "# graphfİx\n"])
+def test_directive_needle_answers_as_the_case_insensitive_regex(text):
+    assert suppress._may_hold_directive(text) == (suppress._NEEDLE.search(text) is not None)

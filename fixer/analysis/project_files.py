@@ -70,17 +70,16 @@ def module_in_folder(folder: str, module: Optional[str], level: int) -> Optional
     if level:
         for _ in range(level - 1):
             folder = os.path.dirname(folder)
-        bases = [folder]
+        bases: tuple[str, ...] = (folder,)
     else:
-        bases = [folder]  # the importer's folder, then each package level above it
-        while _is_file(os.path.join(folder, "__init__.py")):
-            folder = os.path.dirname(folder)
-            bases.append(folder)
+        bases = _package_levels(folder)
     for base in bases:
-        if parts and parts[0] not in _listing(base)[1] and not (len(parts) == 1 and parts[0] + ".py" in _listing(base)[0]):
-            depends.probed(os.path.join(base, parts[0]), False)  # (a missing ``x`` also means no ``x.py``)
-            if len(parts) == 1:
-                depends.probed(os.path.join(base, parts[0] + ".py"), False)
+        files, folders = _listing(base)
+        if parts and parts[0] not in folders and not (len(parts) == 1 and parts[0] + ".py" in files):
+            if depends.recording():
+                depends.probed(os.path.join(base, parts[0]), False)  # (a missing ``x`` also means no ``x.py``)
+                if len(parts) == 1:
+                    depends.probed(os.path.join(base, parts[0] + ".py"), False)
             continue  # neither a module nor a package of that name here: no path to build
         stem = os.path.join(base, *parts)
         package = os.path.join(stem, "__init__.py")
@@ -90,6 +89,17 @@ def module_in_folder(folder: str, module: Optional[str], level: int) -> Optional
             if _is_file(candidate):
                 return candidate
     return None
+
+
+@depends.remembered
+def _package_levels(folder: str) -> tuple[str, ...]:
+    """``folder``, then each folder above it while the one below is a package (``__init__.py``):
+    where an absolute import from ``folder`` is looked for."""
+    bases = [folder]
+    while _is_file(os.path.join(folder, "__init__.py")):
+        folder = os.path.dirname(folder)
+        bases.append(folder)
+    return tuple(bases)
 
 
 def _is_file(path: str) -> bool:

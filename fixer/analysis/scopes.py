@@ -118,10 +118,9 @@ def walk_local(nodes: Iterable[ast.AST], include_root: bool = False, ctx: Option
         yield node
         if isinstance(node, NESTED):
             continue
-        children = list(child_nodes(node))
+        children = child_nodes(node)
         if ctx is not None:
-            for child in children:
-                ctx.set_parent(child, node)
+            ctx.set_parents(children, node)
         stack.extend(reversed(children))
 
 
