@@ -12,6 +12,7 @@ import pytest
 
 from fixer import suppress
 from fixer.analysis import module_cache, project_files, project_text
+from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, walk_local
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
@@ -122,3 +123,18 @@ def test_word_matches_are_those_of_a_leading_word_boundary():
 @pytest.mark.parametrize("text", ["x = 1\n", "# GraphFix: ignore\n", "# graphfix: ignore[GF301]\n", "é # GRAPHFIX: ignore\n", "é\n", "# graphfİx\n"])
 def test_directive_needle_answers_as_the_case_insensitive_regex(text):
     assert suppress._may_hold_directive(text) == (suppress._NEEDLE.search(text) is not None)
+
+
+def test_scope_nodes_are_the_local_walk_and_record_its_parent_links():
+    for path, data in list(_texts())[:120]:
+        text = data.decode("utf-8")
+        fast, plain = FileContext(str(path), text, ast.parse(text)), FileContext(str(path), text, ast.parse(text))
+        for one, other in zip(scopes(fast), scopes(plain)):
+            expected = [n for n in walk_local(_own_roots(other), ctx=plain) if not isinstance(n, NESTED)]
+            assert [ast.dump(n) for n in scope_nodes(one)] == [ast.dump(n) for n in expected], path
+        assert sorted(map(_link, fast._parents.items())) == sorted(map(_link, plain._parents.items())), path
+
+
+def _link(pair: tuple[ast.AST, ast.AST]) -> tuple:
+    child, parent = pair
+    return (type(child).__name__, getattr(child, "lineno", 0), getattr(child, "col_offset", 0), type(parent).__name__, getattr(parent, "lineno", 0))
