@@ -118,8 +118,12 @@ class FileContext:
     @property
     def parents(self) -> dict[ast.AST, ast.AST]:
         if not self._all_parents:
-            for node in walk(self.tree):
-                self.set_parents(child_nodes(node), node)
+            todo = [self.tree]  # (depth first: each node's children listed once, not twice as in a walk)
+            while todo:
+                node = todo.pop()
+                children = child_nodes(node)
+                self.set_parents(children, node)
+                todo += children
             self._all_parents = True
         return self._parents
 
@@ -139,6 +143,7 @@ class FileContext:
         start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
         holder: ast.AST = self.tree
         while (inner := _statement_holding(holder, start, end)) is not None:
+            self._parents[inner] = holder  # (a statement asked for its own parent finds it here)
             holder = inner
         for outer in walk(holder):
             for child in child_nodes(outer):

@@ -138,3 +138,14 @@ def test_scope_nodes_are_the_local_walk_and_record_its_parent_links():
 def _link(pair: tuple[ast.AST, ast.AST]) -> tuple:
     child, parent = pair
     return (type(child).__name__, getattr(child, "lineno", 0), getattr(child, "col_offset", 0), type(parent).__name__, getattr(parent, "lineno", 0))
+
+
+def test_parent_links_are_the_trees():
+    for path, data in list(_texts())[:120]:
+        text = data.decode("utf-8")
+        tree = ast.parse(text)
+        plain = {id(child): node for node in walk(tree) for child in child_nodes(node)}
+        asked = FileContext(str(path), text, tree)  # each node asked first, found around its statement
+        assert all(asked.parent(child) is parent for child, parent in ((c, plain[id(c)]) for c in walk(tree) if c is not tree)), path
+        whole = FileContext(str(path), text, tree).parents
+        assert {id(c): p for c, p in whole.items()} == plain, path
