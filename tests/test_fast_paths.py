@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixer import suppress
-from fixer.analysis import module_cache, project_files, project_text
+from fixer.analysis import gradient_consumers, module_cache, project_files, project_text
 from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, walk_local
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
@@ -149,3 +149,10 @@ def test_parent_links_are_the_trees():
         assert all(asked.parent(child) is parent for child, parent in ((c, plain[id(c)]) for c in walk(tree) if c is not tree)), path
         whole = FileContext(str(path), text, tree).parents
         assert {id(c): p for c, p in whole.items()} == plain, path
+
+
+@pytest.mark.parametrize("text", ["x = 1\n", "# First-Order MAML\nx = 1\n", "use_fomaml = True\n", "REPTILE = 1\n", "# ſirst order\n", "first = 2\n"])
+def test_first_order_gate_answers_as_the_case_insensitive_regex(text):
+    ctx = FileContext("m.py", text, ast.parse(text))
+    assert gradient_consumers._may_say_first_order(ctx) or not gradient_consumers.FIRST_ORDER.search(text)
+    assert gradient_consumers.wants_first_order(ctx, scopes(ctx)[0]) == bool(gradient_consumers.FIRST_ORDER.search(text))

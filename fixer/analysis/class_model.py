@@ -33,10 +33,20 @@ class Write:
 
 
 def class_methods(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Scope]:
-    def compute() -> dict[str, Scope]:
-        return {s.node.name: s for s in scopes(ctx) if s.class_node is cls and s.self_name}
+    return _methods_by_class(ctx).get(id(cls), {})
 
-    return ctx.memo(("class_methods", id(cls)), compute)
+
+def _methods_by_class(ctx: FileContext) -> dict[int, dict[str, Scope]]:
+    """Each class's methods with a ``self`` by name (a later definition wins), from one pass over
+    the scopes instead of one a class."""
+    def compute() -> dict[int, dict[str, Scope]]:
+        found: dict[int, dict[str, Scope]] = {}
+        for s in scopes(ctx):
+            if s.class_node is not None and s.self_name:
+                found.setdefault(id(s.class_node), {})[s.node.name] = s
+        return found
+
+    return ctx.memo("methods_by_class", compute)
 
 
 def attribute_writes(ctx: FileContext, cls: ast.ClassDef) -> dict[str, list[Write]]:

@@ -14,12 +14,15 @@ LIST_ADDING = ("append", "extend", "insert")  # the list methods that put a valu
 
 
 def dotted(node: ast.AST) -> Optional[str]:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
+    """``a.b.c`` for a Name/Attribute chain, else None. (Asked of most nodes the analysis meets:
+    a plain name is answered first, and the node classes are compared, never subclassed.)"""
+    if node.__class__ is ast.Name:
+        return node.id
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
+    while node.__class__ is ast.Attribute:
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Name):
+    if node.__class__ is ast.Name:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
