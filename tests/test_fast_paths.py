@@ -156,3 +156,18 @@ def test_first_order_gate_answers_as_the_case_insensitive_regex(text):
     ctx = FileContext("m.py", text, ast.parse(text))
     assert gradient_consumers._may_say_first_order(ctx) or not gradient_consumers.FIRST_ORDER.search(text)
     assert gradient_consumers.wants_first_order(ctx, scopes(ctx)[0]) == bool(gradient_consumers.FIRST_ORDER.search(text))
+
+
+def test_kept_texts_are_the_files_until_forgotten_and_never_while_recording(tmp_path):
+    from fixer import depends
+
+    path = tmp_path / "steps.py"
+    path.write_bytes(b"a = 1\n")
+    project_files.forget_project_files()
+    assert project_files.read_file(str(path)) == b"a = 1\n"
+    path.write_bytes(b"b = 22\n")
+    with depends.collect() as found:  # a recorded read reads the file and records what it read
+        assert project_files.read_file(str(path)) == b"b = 22\n"
+    assert str(path) in found
+    project_files.forget_project_files()
+    assert project_files.read_file(str(path), 3) == b"b =" and project_files.read_file(str(path)) == b"b = 22\n"

@@ -169,8 +169,33 @@ def load_file(path: str) -> Optional[FileContext]:
 
 
 def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
-    """Up to ``limit`` bytes of a module (empty when it cannot be read), recorded."""
-    try:
-        return depends.read(path)[:limit]
-    except SourceError:
-        return b""
+    """Up to ``limit`` bytes of a module (empty when it cannot be read), recorded. While nobody
+    records, the bytes are kept (``_texts``): the neighbours of a module are searched by text for
+    every name asked, each a file read again."""
+    data = _texts.get(path) if not depends.recording() else None
+    if data is None:
+        try:
+            data = depends.read(path)
+        except SourceError:
+            data = b""
+        if not depends.recording():
+            _texts.keep(path, data)
+    return data[:limit]
+
+
+class _Texts(dict):
+    """Files read while nobody records, up to TEXT_BYTES in all: the oldest are dropped first."""
+
+    size = 0
+
+    def keep(self, path: str, data: bytes) -> None:
+        if not self:
+            self.size = 0  # (emptied by ``depends.forget``)
+        self[path] = data
+        self.size += len(data)
+        while self.size > TEXT_BYTES:
+            self.size -= len(self.pop(next(iter(self))))
+
+
+TEXT_BYTES = 24 * 1024 * 1024
+_texts = depends.kept(_Texts())
