@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixer import suppress
-from fixer.analysis import gradient_consumers, module_cache, project_files, project_text
+from fixer.analysis import gradient_consumers, module_cache, names, project_files, project_text
 from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, walk_local
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
@@ -171,3 +171,28 @@ def test_kept_texts_are_the_files_until_forgotten_and_never_while_recording(tmp_
     assert str(path) in found
     project_files.forget_project_files()
     assert project_files.read_file(str(path), 3) == b"b =" and project_files.read_file(str(path)) == b"b = 22\n"
+
+
+MATCHING = b"""try:
+    pass
+except ValueError as err:
+    f = lambda q, *r: q
+match cmd:
+    case [first, *rest]:
+        pass
+    case {"k": v, **others}:
+        pass
+    case Point(x=px) as point:
+        pass
+"""
+
+
+def test_value_names_are_those_a_walk_finds():
+    for path, data in [*_texts(), ("matching", MATCHING)]:
+        text = data.decode("utf-8")
+        tree = ast.parse(text)
+        plain = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        plain |= {n.arg for n in walk(tree) if isinstance(n, ast.arg)}
+        plain |= {n.name for n in walk(tree) if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name}
+        plain |= {n.rest for n in walk(tree) if isinstance(n, ast.MatchMapping) and n.rest}
+        assert names.value_names(FileContext(str(path), text, tree)) == plain, path
