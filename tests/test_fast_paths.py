@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixer import suppress
-from fixer.analysis import gradient_consumers, module_cache, names, project_files, project_text
+from fixer.analysis import gradient_consumers, imported_definitions, module_cache, names, project_files, project_text
 from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, walk_local
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
@@ -196,3 +196,32 @@ def test_value_names_are_those_a_walk_finds():
         plain |= {n.name for n in walk(tree) if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name}
         plain |= {n.rest for n in walk(tree) if isinstance(n, ast.MatchMapping) and n.rest}
         assert names.value_names(FileContext(str(path), text, tree)) == plain, path
+
+
+IMPORTS = """import models, pkg.sub as sub, os
+from . import nets
+from .layers import Block as B, Net
+from models import Net, Other
+from train.steps import step as run
+import nets
+"""
+
+
+def test_import_indexes_answer_as_the_scan_of_the_imports(monkeypatch):
+    monkeypatch.setattr(imported_definitions, "_definition_in", lambda path, module, level, name, kind: ("definition", module, level, name))
+    monkeypatch.setattr(imported_definitions, "_class_in", lambda path, attr: ("class", path, attr))
+    monkeypatch.setattr(imported_definitions, "module_file", lambda path, module, level: (module, level))
+    ctx = FileContext("m.py", IMPORTS, ast.parse(IMPORTS))
+    expected = {  # the first import that gives each spelling, as the plain scan of the imports finds it
+        "models.Net": ("class", ("models", 0), "Net"), "models.Other": ("class", ("models", 0), "Other"), "B": ("definition", "layers", 1, "Block"),
+        "Net": ("definition", "layers", 1, "Net"), "nets.Gen": ("class", ("nets", 1), "Gen"),
+        "models.Deep": ("class", ("models", 0), "Deep"), "pkg.sub.Net": ("class", ("pkg.sub", 0), "Net"),
+        "sub.Net": None, "Other": None, "os": None,
+    }
+    for name, answer in expected.items():
+        assert imported_definitions._imported_class(ctx, name) == answer, name
+    bindings = {"run": ("train.steps", 0, "step"), "sub.f": ("pkg.sub", 0, "f"), "models.f": ("models", 0, "f"), "models.a.b": None, "B": ("layers", 1, "Block"), "nets": ("", 1, "nets")}
+    for spelled, answer in bindings.items():
+        func = ast.parse(spelled, mode="eval").body
+        got = imported_definitions._imported_binding(ctx, func)
+        assert got == (tuple(None if v == "" else v for v in answer) if answer else None), spelled
