@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import os
 import re
 from pathlib import Path
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from fixer import suppress
-from fixer.analysis import gradient_consumers, imported_definitions, module_cache, names, project_files, project_text
-from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, walk_local
+from fixer.analysis import class_model, gradient_consumers, imported_definitions, module_cache, names, project_files, project_text
+from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, statement_index, walk_local
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
@@ -225,3 +226,13 @@ def test_import_indexes_answer_as_the_scan_of_the_imports(monkeypatch):
         func = ast.parse(spelled, mode="eval").body
         got = imported_definitions._imported_binding(ctx, func)
         assert got == (tuple(None if v == "" else v for v in answer) if answer else None), spelled
+
+
+def test_class_mentions_are_the_bounded_regex_counts():
+    samples = [*_texts(), ("words", b"class Net:\n    pass\n\nnet = Net()\nXNet = Net_ = 9Net = Net\nNetB = Net()\n# a Net\n")]
+    for path, data in samples:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text) if path != "words" else ast.parse(text.replace("9Net", "N9")))
+        names = {c.name for c in statement_index(ctx).classes} & class_model._assigned_calls(ctx).keys()
+        plain = collections.Counter(re.findall(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))), text)) if names else {}
+        assert class_model._mentions(ctx) == dict(plain), path

@@ -153,8 +153,12 @@ def _mentions(ctx: FileContext) -> dict[str, int]:
         names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
         if not names:
             return {}
-        pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))))
-        return dict(collections.Counter(pattern.findall(ctx.source)))
+        # the leading word boundary tested after each match: ``re`` tries a leading ``\b`` at every
+        # character, but finds the names' first letters at once (a match inside a word never hides one)
+        pattern, text = re.compile(r"(%s)\b" % "|".join(map(re.escape, sorted(names)))), ctx.source
+        return dict(collections.Counter(
+            m.group(1) for m in pattern.finditer(text) if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+        ))
 
     return ctx.memo("class_mentions", compute)
 
