@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixer import suppress
-from fixer.analysis import class_model, gradient_consumers, imported_definitions, module_cache, names, project_files, project_text
+from fixer.analysis import class_model, gradient_consumers, imported_definitions, importers, module_cache, names, project_files, project_text
 from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, statement_index, walk_local
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
@@ -118,7 +118,7 @@ def test_word_matches_are_those_of_a_leading_word_boundary():
         for name in (rb"self", rb"model", rb"step", rb"torch\.nn"):
             pattern = name + rb"\.(\w+)\s*\("
             plain = [m.span() for m in re.finditer(rb"\b" + pattern, data)]
-            assert [m.span() for m in project_text._word_matches(pattern, data)] == plain, (path, name)
+            assert [m.span() for m in project_text.word_matches(pattern, data)] == plain, (path, name)
 
 
 @pytest.mark.parametrize("text", ["x = 1\n", "# GraphFix: ignore\n", "# graphfix: ignore[GF301]\n", "é # GRAPHFIX: ignore\n", "é\n", "# graphfİx\n"])
@@ -236,3 +236,10 @@ def test_class_mentions_are_the_bounded_regex_counts():
         names = {c.name for c in statement_index(ctx).classes} & class_model._assigned_calls(ctx).keys()
         plain = collections.Counter(re.findall(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))), text)) if names else {}
         assert class_model._mentions(ctx) == dict(plain), path
+
+
+@pytest.mark.parametrize("name", [b"step", b"x", b"_", b"Net", b"train_step", "été".encode()])
+def test_whole_word_search_finds_what_a_bounded_regex_finds(name):
+    for path, data in [*list(_texts())[:150], ("words", "xstep step_ é_Net été1 été".encode() + b" x\n")]:
+        plain = re.search(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])", data) is not None
+        assert importers._names(data, name) == plain, (path, name)
