@@ -12,8 +12,24 @@ from pathlib import Path
 import pytest
 
 from fixer import suppress
-from fixer.analysis import class_model, gradient_consumers, imported_definitions, importers, module_cache, names, project_files, project_text
-from fixer.analysis.scopes import NESTED, _own_roots, scope_nodes, scopes, statement_index, walk_local
+from fixer.analysis import (
+    class_model,
+    gradient_consumers,
+    imported_definitions,
+    importers,
+    module_cache,
+    names,
+    project_files,
+    project_text,
+)
+from fixer.analysis.scopes import (
+    NESTED,
+    _own_roots,
+    scope_nodes,
+    scopes,
+    statement_index,
+    walk_local,
+)
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
