@@ -44,6 +44,7 @@ class FileContext:
         self.cache: dict[object, object] = {}  # shared analysis results, computed once per file
         self._parents: dict[ast.AST, ast.AST] = {}
         self._all_parents = False
+        self._made_up: set[ast.AST] = set()  # nodes the analysis built, never in the tree
 
     # -- positions -------------------------------------------------------------------------
     def char_col(self, lineno: int, byte_col: int) -> int:
@@ -112,6 +113,11 @@ class FileContext:
     def set_parent(self, child: ast.AST, parent: ast.AST) -> None:
         self._parents[child] = parent
 
+    def made_up(self, node: ast.AST) -> None:
+        """``node`` stands for a value but lies in no tree (``call[i]`` for an unpacked target): it
+        has no parent, known without mapping the whole file to look for it."""
+        self._made_up.add(node)
+
     def set_parents(self, children: list[ast.AST], parent: ast.AST) -> None:
         for child in children:
             self._parents[child] = parent
@@ -130,7 +136,7 @@ class FileContext:
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         found = self._parents.get(node)
-        if found is None and node is not self.tree and not self._all_parents:
+        if found is None and node is not self.tree and not self._all_parents and node not in self._made_up:
             self._record_around(node)  # the statement that holds it first: a few nodes, not the file
             found = self._parents.get(node)
             if found is None:

@@ -13,6 +13,7 @@ import pytest
 
 from fixer import suppress
 from fixer.analysis import (
+    assignments,
     class_model,
     gradient_consumers,
     imported_definitions,
@@ -259,3 +260,13 @@ def test_whole_word_search_finds_what_a_bounded_regex_finds(name):
     for path, data in [*list(_texts())[:150], ("words", "xstep step_ é_Net été1 été".encode() + b" x\n")]:
         plain = re.search(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])", data) is not None
         assert importers._names(data, name) == plain, (path, name)
+
+
+def test_an_unpacked_element_has_no_parent_without_mapping_the_file():
+    text = "import torch\n\n\ndef step(model, x):\n    with torch.no_grad():\n        out, hidden = model(x)\n    return out\n"
+    ctx = FileContext("m.py", text, ast.parse(text))
+    function = scopes(ctx)[1]
+    (_, part), = assignments.scope_assignments(ctx, function).assignments["out"]
+    assert isinstance(part, ast.Subscript) and part.value is ctx.tree.body[1].body[0].body[0].value
+    assert ctx.parent(part) is None and not ctx._all_parents
+    assert ctx.parent(part.value) is ctx.tree.body[1].body[0].body[0]  # the call itself is the tree's
