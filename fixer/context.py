@@ -12,6 +12,7 @@ from fixer.nodes import child_nodes, walk
 from fixer.source import split_lines
 
 
+_MISSING = object()
 NOTHING = re.compile("(?!)")  # a pattern that matches nowhere: no text need be searched for it
 
 
@@ -43,6 +44,7 @@ class FileContext:
         self.cache: dict[object, object] = {}  # shared analysis results, computed once per file
         self._parents: dict[ast.AST, ast.AST] = {}
         self._all_parents = False
+        self._made_up: set[ast.AST] = set()  # nodes the analysis built, never in the tree
 
     # -- positions -------------------------------------------------------------------------
     def char_col(self, lineno: int, byte_col: int) -> int:
@@ -111,18 +113,30 @@ class FileContext:
     def set_parent(self, child: ast.AST, parent: ast.AST) -> None:
         self._parents[child] = parent
 
+    def made_up(self, node: ast.AST) -> None:
+        """``node`` stands for a value but lies in no tree (``call[i]`` for an unpacked target): it
+        has no parent, known without mapping the whole file to look for it."""
+        self._made_up.add(node)
+
+    def set_parents(self, children: list[ast.AST], parent: ast.AST) -> None:
+        for child in children:
+            self._parents[child] = parent
+
     @property
     def parents(self) -> dict[ast.AST, ast.AST]:
         if not self._all_parents:
-            for node in walk(self.tree):
-                for child in child_nodes(node):
-                    self._parents[child] = node
+            todo = [self.tree]  # (depth first: each node's children listed once, not twice as in a walk)
+            while todo:
+                node = todo.pop()
+                children = child_nodes(node)
+                self.set_parents(children, node)
+                todo += children
             self._all_parents = True
         return self._parents
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         found = self._parents.get(node)
-        if found is None and node is not self.tree and not self._all_parents:
+        if found is None and node is not self.tree and not self._all_parents and node not in self._made_up:
             self._record_around(node)  # the statement that holds it first: a few nodes, not the file
             found = self._parents.get(node)
             if found is None:
@@ -136,6 +150,7 @@ class FileContext:
         start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
         holder: ast.AST = self.tree
         while (inner := _statement_holding(holder, start, end)) is not None:
+            self._parents[inner] = holder  # (a statement asked for its own parent finds it here)
             holder = inner
         for outer in walk(holder):
             for child in child_nodes(outer):
@@ -143,9 +158,10 @@ class FileContext:
 
     def memo(self, key: object, compute):
         """Analysis shared by several rules is computed once per file."""
-        if key not in self.cache:
-            self.cache[key] = compute()
-        return self.cache[key]
+        value = self.cache.get(key, _MISSING)  # (one lookup on a hit: asked some 300k times a torch run)
+        if value is _MISSING:
+            value = self.cache[key] = compute()
+        return value
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         while True:

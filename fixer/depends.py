@@ -81,6 +81,11 @@ def read(path: str) -> bytes:
     return data
 
 
+def recording() -> bool:
+    """Whether an analysis's dependencies are being recorded (a record need be built only then)."""
+    return _active is not None
+
+
 def note(path: str) -> None:
     """Record ``path`` as a dependency of the current analysis, as this process first saw it."""
     if _active is None:
@@ -254,8 +259,11 @@ def remembered(function: Callable[..., T]) -> Callable[..., T]:
         key = (args, _active is not None)  # an answer computed while nobody recorded has no record
         hit = memo.get(key)
         if hit is None:
-            with capture() as recorded:
-                hit = (function(*args), recorded)
+            if key[1]:
+                with capture() as recorded:
+                    hit = (function(*args), recorded)
+            else:  # nobody records: no record to capture
+                hit = (function(*args), None)
             if len(memo) >= MEMO_LIMIT:
                 for old in list(memo)[: MEMO_LIMIT // 2]:
                     del memo[old]

@@ -74,7 +74,7 @@ def suppressions_of(ctx) -> Suppressions:
 
 def find_suppressions(source: str) -> Suppressions:
     found = Suppressions()
-    if not _NEEDLE.search(source):
+    if not _may_hold_directive(source):
         return found
     lines = split_lines(source)  # Python's line breaks, so rows agree with the AST's
     starts = [0]
@@ -89,6 +89,12 @@ def find_suppressions(source: str) -> Suppressions:
             row, col = token.start
             _parse_comment(token.string, row, col, starts[row - 1] + col, found)
     return found
+
+
+def _may_hold_directive(source: str) -> bool:
+    """``_NEEDLE`` matches: an ASCII text is searched lowered, at ``str.find`` speed (a
+    case-insensitive regex tries every character, 20 times slower on a large file)."""
+    return "graphfix" in source.lower() if source.isascii() else _NEEDLE.search(source) is not None
 
 
 def _parse_comment(comment: str, row: int, col: int, base: int, found: Suppressions) -> None:

@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import os
 import re
 from pathlib import Path
 
 import pytest
 
-from fixer.analysis import project_files, project_text
+from fixer import suppress
+from fixer.analysis import (
+    assignments,
+    class_model,
+    gradient_consumers,
+    imported_definitions,
+    importers,
+    module_cache,
+    names,
+    project_files,
+    project_text,
+)
+from fixer.analysis.scopes import (
+    NESTED,
+    _own_roots,
+    scope_nodes,
+    scopes,
+    statement_index,
+    walk_local,
+)
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
@@ -97,3 +117,156 @@ def test_module_probes_agree_with_the_file_system(tmp_path):
     (tmp_path / "late.py").write_text("y = 2\n")  # a file added later is seen once caches are dropped
     project_files.forget_project_files()
     assert project_files.module_in_folder(folder, "late", 0) == str(tmp_path / "late.py")
+
+
+def test_definitions_found_by_find_are_the_anchored_regex_matches():
+    anchored = re.compile(rb"^([ \t]*)def (\w+)\b", re.MULTILINE)
+    for path, data in _texts():
+        found: dict[bytes, list[tuple[int, int]]] = {}
+        for match in anchored.finditer(data):
+            found.setdefault(match.group(2), []).append((len(match.group(1)), match.end()))
+        for name in {*found, b"forward", b"nothing"}:
+            assert list(module_cache._definitions(data, name)) == found.get(name, []), (path, name)
+    assert list(module_cache._definitions(b"x = 1  # def forward\n\tdef forward_x():\n\tdef forward():", b"forward")) == [(1, 51)]
+
+
+def test_word_matches_are_those_of_a_leading_word_boundary():
+    for path, data in list(_texts())[:150]:
+        for name in (rb"self", rb"model", rb"step", rb"torch\.nn"):
+            pattern = name + rb"\.(\w+)\s*\("
+            plain = [m.span() for m in re.finditer(rb"\b" + pattern, data)]
+            assert [m.span() for m in project_text.word_matches(pattern, data)] == plain, (path, name)
+
+
+@pytest.mark.parametrize("text", ["x = 1\n", "# GraphFix: ignore\n", "# graphfix: ignore[GF301]\n", "é # GRAPHFIX: ignore\n", "é\n", "# graphfİx\n"])
+def test_directive_needle_answers_as_the_case_insensitive_regex(text):
+    assert suppress._may_hold_directive(text) == (suppress._NEEDLE.search(text) is not None)
+
+
+def test_scope_nodes_are_the_local_walk_and_record_its_parent_links():
+    for path, data in list(_texts())[:120]:
+        text = data.decode("utf-8")
+        fast, plain = FileContext(str(path), text, ast.parse(text)), FileContext(str(path), text, ast.parse(text))
+        for one, other in zip(scopes(fast), scopes(plain)):
+            expected = [n for n in walk_local(_own_roots(other), ctx=plain) if not isinstance(n, NESTED)]
+            assert [ast.dump(n) for n in scope_nodes(one)] == [ast.dump(n) for n in expected], path
+        assert sorted(map(_link, fast._parents.items())) == sorted(map(_link, plain._parents.items())), path
+
+
+def _link(pair: tuple[ast.AST, ast.AST]) -> tuple:
+    child, parent = pair
+    return (type(child).__name__, getattr(child, "lineno", 0), getattr(child, "col_offset", 0), type(parent).__name__, getattr(parent, "lineno", 0))
+
+
+def test_parent_links_are_the_trees():
+    for path, data in list(_texts())[:120]:
+        text = data.decode("utf-8")
+        tree = ast.parse(text)
+        plain = {id(child): node for node in walk(tree) for child in child_nodes(node)}
+        asked = FileContext(str(path), text, tree)  # each node asked first, found around its statement
+        assert all(asked.parent(child) is parent for child, parent in ((c, plain[id(c)]) for c in walk(tree) if c is not tree)), path
+        whole = FileContext(str(path), text, tree).parents
+        assert {id(c): p for c, p in whole.items()} == plain, path
+
+
+@pytest.mark.parametrize("text", ["x = 1\n", "# First-Order MAML\nx = 1\n", "use_fomaml = True\n", "REPTILE = 1\n", "# ſirst order\n", "first = 2\n"])
+def test_first_order_gate_answers_as_the_case_insensitive_regex(text):
+    ctx = FileContext("m.py", text, ast.parse(text))
+    assert gradient_consumers._may_say_first_order(ctx) or not gradient_consumers.FIRST_ORDER.search(text)
+    assert gradient_consumers.wants_first_order(ctx, scopes(ctx)[0]) == bool(gradient_consumers.FIRST_ORDER.search(text))
+
+
+def test_kept_texts_are_the_files_until_forgotten_and_never_while_recording(tmp_path):
+    from fixer import depends
+
+    path = tmp_path / "steps.py"
+    path.write_bytes(b"a = 1\n")
+    project_files.forget_project_files()
+    assert project_files.read_file(str(path)) == b"a = 1\n"
+    path.write_bytes(b"b = 22\n")
+    with depends.collect() as found:  # a recorded read reads the file and records what it read
+        assert project_files.read_file(str(path)) == b"b = 22\n"
+    assert str(path) in found
+    project_files.forget_project_files()
+    assert project_files.read_file(str(path), 3) == b"b =" and project_files.read_file(str(path)) == b"b = 22\n"
+
+
+MATCHING = b"""try:
+    pass
+except ValueError as err:
+    f = lambda q, *r: q
+match cmd:
+    case [first, *rest]:
+        pass
+    case {"k": v, **others}:
+        pass
+    case Point(x=px) as point:
+        pass
+"""
+
+
+def test_value_names_are_those_a_walk_finds():
+    for path, data in [*_texts(), ("matching", MATCHING)]:
+        text = data.decode("utf-8")
+        tree = ast.parse(text)
+        plain = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        plain |= {n.arg for n in walk(tree) if isinstance(n, ast.arg)}
+        plain |= {n.name for n in walk(tree) if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name}
+        plain |= {n.rest for n in walk(tree) if isinstance(n, ast.MatchMapping) and n.rest}
+        assert names.value_names(FileContext(str(path), text, tree)) == plain, path
+
+
+IMPORTS = """import models, pkg.sub as sub, os
+from . import nets
+from .layers import Block as B, Net
+from models import Net, Other
+from train.steps import step as run
+import nets
+"""
+
+
+def test_import_indexes_answer_as_the_scan_of_the_imports(monkeypatch):
+    monkeypatch.setattr(imported_definitions, "_definition_in", lambda path, module, level, name, kind: ("definition", module, level, name))
+    monkeypatch.setattr(imported_definitions, "_class_in", lambda path, attr: ("class", path, attr))
+    monkeypatch.setattr(imported_definitions, "module_file", lambda path, module, level: (module, level))
+    ctx = FileContext("m.py", IMPORTS, ast.parse(IMPORTS))
+    expected = {  # the first import that gives each spelling, as the plain scan of the imports finds it
+        "models.Net": ("class", ("models", 0), "Net"), "models.Other": ("class", ("models", 0), "Other"), "B": ("definition", "layers", 1, "Block"),
+        "Net": ("definition", "layers", 1, "Net"), "nets.Gen": ("class", ("nets", 1), "Gen"),
+        "models.Deep": ("class", ("models", 0), "Deep"), "pkg.sub.Net": ("class", ("pkg.sub", 0), "Net"),
+        "sub.Net": None, "Other": None, "os": None,
+    }
+    for name, answer in expected.items():
+        assert imported_definitions._imported_class(ctx, name) == answer, name
+    bindings = {"run": ("train.steps", 0, "step"), "sub.f": ("pkg.sub", 0, "f"), "models.f": ("models", 0, "f"), "models.a.b": None, "B": ("layers", 1, "Block"), "nets": ("", 1, "nets")}
+    for spelled, answer in bindings.items():
+        func = ast.parse(spelled, mode="eval").body
+        got = imported_definitions._imported_binding(ctx, func)
+        assert got == (tuple(None if v == "" else v for v in answer) if answer else None), spelled
+
+
+def test_class_mentions_are_the_bounded_regex_counts():
+    samples = [*_texts(), ("words", b"class Net:\n    pass\n\nnet = Net()\nXNet = Net_ = 9Net = Net\nNetB = Net()\n# a Net\n")]
+    for path, data in samples:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text) if path != "words" else ast.parse(text.replace("9Net", "N9")))
+        names = {c.name for c in statement_index(ctx).classes} & class_model._assigned_calls(ctx).keys()
+        plain = collections.Counter(re.findall(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))), text)) if names else {}
+        assert class_model._mentions(ctx) == dict(plain), path
+
+
+@pytest.mark.parametrize("name", [b"step", b"x", b"_", b"Net", b"train_step", "été".encode()])
+def test_whole_word_search_finds_what_a_bounded_regex_finds(name):
+    for path, data in [*list(_texts())[:150], ("words", "xstep step_ é_Net été1 été".encode() + b" x\n")]:
+        plain = re.search(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])", data) is not None
+        assert importers._names(data, name) == plain, (path, name)
+
+
+def test_an_unpacked_element_has_no_parent_without_mapping_the_file():
+    text = "import torch\n\n\ndef step(model, x):\n    with torch.no_grad():\n        out, hidden = model(x)\n    return out\n"
+    ctx = FileContext("m.py", text, ast.parse(text))
+    function = scopes(ctx)[1]
+    (_, part), = assignments.scope_assignments(ctx, function).assignments["out"]
+    assert isinstance(part, ast.Subscript) and part.value is ctx.tree.body[1].body[0].body[0].value
+    assert ctx.parent(part) is None and not ctx._all_parents
+    assert ctx.parent(part.value) is ctx.tree.body[1].body[0].body[0]  # the call itself is the tree's

@@ -58,9 +58,14 @@ def _returned_for_numbers(ctx: FileContext, scope: Scope, name: ast.Name) -> boo
     return isinstance(returned, ast.Return) and returned_only_for_numbers(ctx, scope, returned, name)
 
 
+ACCUMULATING = frozenset({ast.AugAssign, ast.Assign, ast.Expr})  # the statements ``accumulation`` reads
+
+
 def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[tuple[ast.stmt, str, ast.expr]]:
     """(statement, accumulator name, added value) for ``acc += v``, ``acc = acc + v``, ``acc = m * acc
     + (1 - m) * v``, ``acc.append(v)``."""
+    if node.__class__ not in ACCUMULATING:
+        return None  # (asked of every node of a scope: most are expressions)
     if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
         target = node.target
         if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):

@@ -49,6 +49,7 @@ class Assignments:
                 elif isinstance(value, ast.Call) and not isinstance(element, ast.Starred):
                     part = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load()), value)
                     part.end_lineno, part.end_col_offset = value.end_lineno, value.end_col_offset
+                    self.ctx.made_up(part)
                 else:
                     part = value
                 self._bind(element, stmt, part)

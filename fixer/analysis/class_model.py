@@ -33,10 +33,20 @@ class Write:
 
 
 def class_methods(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Scope]:
-    def compute() -> dict[str, Scope]:
-        return {s.node.name: s for s in scopes(ctx) if s.class_node is cls and s.self_name}
+    return _methods_by_class(ctx).get(id(cls), {})
 
-    return ctx.memo(("class_methods", id(cls)), compute)
+
+def _methods_by_class(ctx: FileContext) -> dict[int, dict[str, Scope]]:
+    """Each class's methods with a ``self`` by name (a later definition wins), from one pass over
+    the scopes instead of one a class."""
+    def compute() -> dict[int, dict[str, Scope]]:
+        found: dict[int, dict[str, Scope]] = {}
+        for s in scopes(ctx):
+            if s.class_node is not None and s.self_name:
+                found.setdefault(id(s.class_node), {})[s.node.name] = s
+        return found
+
+    return ctx.memo("methods_by_class", compute)
 
 
 def attribute_writes(ctx: FileContext, cls: ast.ClassDef) -> dict[str, list[Write]]:
@@ -143,8 +153,12 @@ def _mentions(ctx: FileContext) -> dict[str, int]:
         names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
         if not names:
             return {}
-        pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))))
-        return dict(collections.Counter(pattern.findall(ctx.source)))
+        # the leading word boundary tested after each match: ``re`` tries a leading ``\b`` at every
+        # character, but finds the names' first letters at once (a match inside a word never hides one)
+        pattern, text = re.compile(r"(%s)\b" % "|".join(map(re.escape, sorted(names)))), ctx.source
+        return dict(collections.Counter(
+            m.group(1) for m in pattern.finditer(text) if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+        ))
 
     return ctx.memo("class_mentions", compute)
 

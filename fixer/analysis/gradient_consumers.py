@@ -36,7 +36,19 @@ class Consumer(NamedTuple):
 
 
 def wants_first_order(ctx: FileContext, scope: Scope) -> bool:
-    return ctx.mentions(scope.node, FIRST_ORDER)
+    return _may_say_first_order(ctx) and ctx.mentions(scope.node, FIRST_ORDER)
+
+
+def _may_say_first_order(ctx: FileContext) -> bool:
+    """An ASCII text holds a word of FIRST_ORDER, in any case: found in the lowered text at
+    ``str.find`` speed before the case-insensitive regex, 20 times slower, is tried at all."""
+    def compute() -> bool:
+        if not ctx.source.isascii():
+            return True
+        lowered = ctx.source.lower()
+        return "first" in lowered or "fomaml" in lowered or "reptile" in lowered
+
+    return ctx.memo("may_say_first_order", compute)
 
 
 def grad_consumer(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optional[Consumer]:

@@ -43,16 +43,27 @@ def _imported_binding(ctx: FileContext, func: ast.expr) -> Optional[tuple[Option
     if name is None or ctx.path in ("-", "<stdin>"):
         return None
     head, _, rest = name.partition(".")
-    for node in statement_index(ctx).imports:
-        if isinstance(node, ast.ImportFrom) and not rest:
+    if not rest:
+        return _bindings(ctx)[0].get(head)
+    module = _bindings(ctx)[1].get(head) if "." not in rest else None
+    return (module, 0, rest) if module else None
+
+
+def _bindings(ctx: FileContext) -> tuple[dict[str, tuple[Optional[str], int, str]], dict[str, str]]:
+    """The file's first ``from m import f [as g]`` of each local name, as (module, level, f), and
+    its first ``import m [as g]`` of each, as m: one pass over the imports, not one a question."""
+    def compute() -> tuple[dict[str, tuple[Optional[str], int, str]], dict[str, str]]:
+        names: dict[str, tuple[Optional[str], int, str]] = {}
+        modules: dict[str, str] = {}
+        for node in statement_index(ctx).imports:
             for alias in node.names:
-                if (alias.asname or alias.name) == head:
-                    return node.module, node.level, alias.name
-        elif isinstance(node, ast.Import) and rest and "." not in rest:
-            for alias in node.names:
-                if (alias.asname or alias.name) == head:
-                    return alias.name, 0, rest
-    return None
+                if isinstance(node, ast.ImportFrom):
+                    names.setdefault(alias.asname or alias.name, (node.module, node.level, alias.name))
+                else:
+                    modules.setdefault(alias.asname or alias.name, alias.name)
+        return names, modules
+
+    return ctx.memo("imported_bindings", compute)
 
 
 def imported_step_names(ctx: FileContext) -> set[str]:
@@ -101,17 +112,40 @@ def imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, a
 
 def _imported_class(ctx: FileContext, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
     head, _, attr = name.rpartition(".")
-    for node in statement_index(ctx).imports:
-        for alias in node.names:
-            local = alias.asname or alias.name
-            if isinstance(node, ast.ImportFrom):
-                if (f"{node.module}.{alias.name}" if node.module and not node.level else local) == name:
-                    return _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
-                if node.level and head == local:  # ``from . import models`` ... ``models.Net``
-                    return _class_in(module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level), attr)
-            elif head == alias.name:
-                return _class_in(module_file(ctx.path, alias.name, 0), attr)
-    return None
+    spelled, heads = _class_spellings(ctx)
+    found = min(filter(None, [spelled.get(name), heads.get(head) if head else None]), default=None)
+    if found is None:
+        return None
+    _, node, alias, whole = found
+    if whole:
+        return _definition_in(ctx.path, node.module, node.level, alias.name, ast.ClassDef)
+    if isinstance(node, ast.ImportFrom):  # ``from . import models`` ... ``models.Net``
+        return _class_in(module_file(ctx.path, ".".join(filter(None, [node.module, alias.name])), node.level), attr)
+    return _class_in(module_file(ctx.path, alias.name, 0), attr)
+
+
+def _class_spellings(ctx: FileContext) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """The names through which the file's imports may refer to a class, each with the first import
+    that gives it (its place among the imports first, to compare): the whole name (``models.Net``
+    for ``from models import Net``, ``Net`` for ``from .models import Net``), and the head of a
+    dotted name (``models`` for ``from . import models`` and for ``import models``)."""
+    def compute() -> tuple[dict[str, tuple], dict[str, tuple]]:
+        spelled: dict[str, tuple] = {}
+        heads: dict[str, tuple] = {}
+        place = 0
+        for node in statement_index(ctx).imports:
+            for alias in node.names:
+                local, place = alias.asname or alias.name, place + 1
+                if isinstance(node, ast.ImportFrom):
+                    whole = f"{node.module}.{alias.name}" if node.module and not node.level else local
+                    spelled.setdefault(whole, (place, node, alias, True))
+                    if node.level:
+                        heads.setdefault(local, (place, node, alias, False))
+                else:
+                    heads.setdefault(alias.name, (place, node, alias, False))
+        return spelled, heads
+
+    return ctx.memo("class_spellings", compute)
 
 
 def _class_in(path: Optional[str], name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:

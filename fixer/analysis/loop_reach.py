@@ -62,7 +62,7 @@ def iteration_backwards(ctx: FileContext) -> list[IterationBackward]:
                 loop = innermost_loop(ctx, call.node, scope.node)
                 if loop is not None and frees_graph(call) and repeats_per_iteration(ctx, call, loop):
                     found.append(IterationBackward(scope, loop, scope, call))
-            for loop in (n for n in scope_nodes(scope) if isinstance(n, LOOPS) and stepping):
+            for loop in (n for n in scope_nodes(scope) if isinstance(n, LOOPS)) if stepping else ():
                 found.extend(_through_step_calls(ctx, scope, loop))
         return found
 

@@ -54,8 +54,6 @@ class CachedState:
     stores: tuple[tuple[ast.Assign, ast.expr], ...] = ()  # every graph store of the attribute in the method: (statement, value)
 
 
-FORWARD_DEF = re.compile(rb"^([ \t]*)def forward\b", re.M)
-ANY_DEF = re.compile(rb"^([ \t]*)def (\w+)\b", re.M)
 SELF_CALL = re.compile(rb"\bself\.(\w+)\(")
 _ITEM = rb"\(?\*?[\w.]+(?:\[[^\]\n]*\])?\)?"  # one assignment target: name, attribute, subscript
 SELF_STORE = re.compile(
@@ -70,17 +68,27 @@ def may_cache_on_module(data: bytes) -> bool:
         return False
     if b"\r" in data:  # the patterns below read lines the \n way; CR-only and CRLF files too
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    defs: dict[bytes, list[re.Match[bytes]]] = {}
-    for match in ANY_DEF.finditer(data):
-        defs.setdefault(match.group(2), []).append(match)
-    for forward in defs.get(b"forward", []):
-        body = _block(data, forward)
+    for forward in _definitions(data, b"forward"):
+        body = _block(data, *forward)
         if SELF_STORE.search(body):
             return True
-        for name in set(SELF_CALL.findall(body)) & defs.keys():
-            if any(SELF_STORE.search(_block(data, helper)) for helper in defs[name]):
+        for name in set(SELF_CALL.findall(body)):
+            if any(SELF_STORE.search(_block(data, *helper)) for helper in _definitions(data, name)):
                 return True
     return False
+
+
+def _definitions(data: bytes, name: bytes) -> Iterator[tuple[int, int]]:
+    """(indent, end) of each line ``def name`` (the whole word, after spaces or tabs only), found
+    by ``bytes.find``: a pattern anchored at line starts would be tried at every byte."""
+    needle = b"def " + name
+    at = data.find(needle)
+    while at >= 0:
+        end, line = at + len(needle), data.rfind(b"\n", 0, at) + 1
+        after = data[end : end + 1]
+        if not data[line:at].strip(b" \t") and not (after.isalnum() or after == b"_"):
+            yield at - line, end
+        at = data.find(needle, end)
 
 
 @lru_cache(maxsize=None)
@@ -88,13 +96,14 @@ def _dedent(indent: int) -> re.Pattern[bytes]:
     return re.compile(rb"^[ \t]{0,%d}(?=\S)" % indent, re.M)
 
 
-def _block(data: bytes, definition: re.Match[bytes]) -> bytes:
-    """The lines of a ``def`` (up to the next line indented no deeper than it)."""
-    start = data.find(b"\n", definition.end())
+def _block(data: bytes, indent: int, end: int) -> bytes:
+    """The lines of a ``def`` indented ``indent`` whose name ends at ``end`` (up to the next line
+    indented no deeper than it)."""
+    start = data.find(b"\n", end)
     if start < 0:
         return b""
-    end = _dedent(len(definition.group(1))).search(data, start + 1)
-    return data[start : end.start() if end else len(data)]
+    after = _dedent(indent).search(data, start + 1)
+    return data[start : after.start() if after else len(data)]
 
 
 def cached_states(ctx: FileContext) -> list[CachedState]:

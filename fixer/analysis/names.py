@@ -8,16 +8,21 @@ from typing import Optional
 
 from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
-from fixer.nodes import walk
+from fixer.nodes import child_nodes
+
+NAMING = frozenset({ast.ExceptHandler, ast.MatchAs, ast.MatchStar})  # nodes binding their ``name``
 
 
 def dotted(node: ast.AST) -> Optional[str]:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
+    """``a.b.c`` for a Name/Attribute chain, else None. (Asked of most nodes the analysis meets:
+    a plain name is answered first, and the node classes are compared, never subclassed.)"""
+    if node.__class__ is ast.Name:
+        return node.id
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
+    while node.__class__ is ast.Attribute:
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Name):
+    if node.__class__ is ast.Name:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
@@ -38,15 +43,21 @@ def value_names(ctx: FileContext) -> frozenset[str]:
 
     def compute() -> frozenset[str]:
         names: set[str] = set()
-        for node in walk(ctx.tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            elif isinstance(node, ast.arg):
+        todo: list[ast.AST] = [ctx.tree]  # every node, in no order (a set is made): no walk's queue
+        while todo:
+            node = todo.pop()
+            kind = node.__class__
+            if kind is ast.Name:
+                if node.ctx.__class__ is ast.Store:
+                    names.add(node.id)
+                continue  # (a name holds no node)
+            if kind is ast.arg:
                 names.add(node.arg)
-            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            elif kind in NAMING and node.name:
                 names.add(node.name)
-            elif isinstance(node, ast.MatchMapping) and node.rest:
+            elif kind is ast.MatchMapping and node.rest:
                 names.add(node.rest)
+            todo += child_nodes(node)
         return frozenset(names)
 
     return ctx.memo("value_names", compute)

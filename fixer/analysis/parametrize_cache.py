@@ -54,7 +54,9 @@ def _enters_cache(ctx: FileContext, expr: ast.expr) -> bool:
 
 
 def _registers_parametrization(ctx: FileContext) -> bool:
-    return ctx.memo("registers_parametrization", lambda: any(
+    """(Cheap first: a call that names one, directly or through an import, has "parametriz" in the
+    file's text, in the import or in the call's dotted name.)"""
+    return ctx.memo("registers_parametrization", lambda: "parametriz" in ctx.source and any(
         isinstance(node, ast.Call) and qualified(ctx, node.func) in PARAMETRIZATIONS for node in walk(ctx.tree)
     ))
 

@@ -70,17 +70,16 @@ def module_in_folder(folder: str, module: Optional[str], level: int) -> Optional
     if level:
         for _ in range(level - 1):
             folder = os.path.dirname(folder)
-        bases = [folder]
+        bases: tuple[str, ...] = (folder,)
     else:
-        bases = [folder]  # the importer's folder, then each package level above it
-        while _is_file(os.path.join(folder, "__init__.py")):
-            folder = os.path.dirname(folder)
-            bases.append(folder)
+        bases = _package_levels(folder)
     for base in bases:
-        if parts and parts[0] not in _listing(base)[1] and not (len(parts) == 1 and parts[0] + ".py" in _listing(base)[0]):
-            depends.probed(os.path.join(base, parts[0]), False)  # (a missing ``x`` also means no ``x.py``)
-            if len(parts) == 1:
-                depends.probed(os.path.join(base, parts[0] + ".py"), False)
+        files, folders = _listing(base)
+        if parts and parts[0] not in folders and not (len(parts) == 1 and parts[0] + ".py" in files):
+            if depends.recording():
+                depends.probed(os.path.join(base, parts[0]), False)  # (a missing ``x`` also means no ``x.py``)
+                if len(parts) == 1:
+                    depends.probed(os.path.join(base, parts[0] + ".py"), False)
             continue  # neither a module nor a package of that name here: no path to build
         stem = os.path.join(base, *parts)
         package = os.path.join(stem, "__init__.py")
@@ -90,6 +89,17 @@ def module_in_folder(folder: str, module: Optional[str], level: int) -> Optional
             if _is_file(candidate):
                 return candidate
     return None
+
+
+@depends.remembered
+def _package_levels(folder: str) -> tuple[str, ...]:
+    """``folder``, then each folder above it while the one below is a package (``__init__.py``):
+    where an absolute import from ``folder`` is looked for."""
+    bases = [folder]
+    while _is_file(os.path.join(folder, "__init__.py")):
+        folder = os.path.dirname(folder)
+        bases.append(folder)
+    return tuple(bases)
 
 
 def _is_file(path: str) -> bool:
@@ -159,8 +169,33 @@ def load_file(path: str) -> Optional[FileContext]:
 
 
 def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
-    """Up to ``limit`` bytes of a module (empty when it cannot be read), recorded."""
-    try:
-        return depends.read(path)[:limit]
-    except SourceError:
-        return b""
+    """Up to ``limit`` bytes of a module (empty when it cannot be read), recorded. While nobody
+    records, the bytes are kept (``_texts``): the neighbours of a module are searched by text for
+    every name asked, each a file read again."""
+    data = _texts.get(path) if not depends.recording() else None
+    if data is None:
+        try:
+            data = depends.read(path)
+        except SourceError:
+            data = b""
+        if not depends.recording():
+            _texts.keep(path, data)
+    return data[:limit]
+
+
+class _Texts(dict):
+    """Files read while nobody records, up to TEXT_BYTES in all: the oldest are dropped first."""
+
+    size = 0
+
+    def keep(self, path: str, data: bytes) -> None:
+        if not self:
+            self.size = 0  # (emptied by ``depends.forget``)
+        self[path] = data
+        self.size += len(data)
+        while self.size > TEXT_BYTES:
+            self.size -= len(self.pop(next(iter(self))))
+
+
+TEXT_BYTES = 24 * 1024 * 1024
+_texts = depends.kept(_Texts())

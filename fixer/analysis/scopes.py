@@ -118,10 +118,9 @@ def walk_local(nodes: Iterable[ast.AST], include_root: bool = False, ctx: Option
         yield node
         if isinstance(node, NESTED):
             continue
-        children = list(child_nodes(node))
+        children = child_nodes(node)
         if ctx is not None:
-            for child in children:
-                ctx.set_parent(child, node)
+            ctx.set_parents(children, node)
         stack.extend(reversed(children))
 
 
@@ -130,10 +129,25 @@ def scope_nodes(scope: Scope) -> list[ast.AST]:
     ctx = scope.ctx
     if ctx is None:
         return [n for n in walk_local(scope.body) if not isinstance(n, NESTED)]
-    return ctx.memo(
-        ("scope_nodes", id(scope.node)),
-        lambda: [n for n in walk_local(_own_roots(scope), ctx=ctx) if not isinstance(n, NESTED)],
-    )
+    return ctx.memo(("scope_nodes", id(scope.node)), lambda: _local_nodes(ctx, _own_roots(scope)))
+
+
+_NESTED_CLASSES = frozenset(NESTED)  # (ast's node classes are never subclassed)
+
+
+def _local_nodes(ctx: FileContext, roots: list[ast.AST]) -> list[ast.AST]:
+    """``walk_local`` without the nested scopes' nodes, as a list: the walk every scope's analysis
+    starts from, made without a generator's cost per node."""
+    found, stack = [], roots[::-1]
+    while stack:
+        node = stack.pop()
+        if node.__class__ in _NESTED_CLASSES:
+            continue
+        found.append(node)
+        children = child_nodes(node)
+        ctx.set_parents(children, node)
+        stack += children[::-1]
+    return found
 
 
 def _own_roots(scope: Scope) -> list[ast.AST]:
