@@ -79,7 +79,7 @@ from typing import Iterator
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.gradient_effects import Effect
 from fixer.analysis.scopes import Scope, scopes
-from fixer.analysis.shared_backward_pairs import SharedPair, effect_between, loop_call_argument, losses_loops, shared_pairs
+from fixer.analysis.shared_backward_pairs import SharedPair, effect_between, loop_call_argument, losses_loops, saves_weights, shared_pairs
 from fixer.analysis.shared_backwards import backward_unit, loop_value
 from fixer.analysis.shared_graph import Origin
 from fixer.analysis.wrapped_backward import merged_calls
@@ -159,6 +159,15 @@ def _merge(rule: Rule, ctx: FileContext, pair: SharedPair) -> Diagnostic:
 
 def _retain(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
     effect = effect_between(ctx, scope, call, partner)
+    if effect == Effect.CHANGES and saves_weights(ctx, scope, origins):  # a kept graph would meet them changed
+        return rule.diagnostic(
+            ctx,
+            call.node,
+            f"`{ctx.text(call.target)}` and `{ctx.text(partner.target)}` share the graph of {_describe(ctx, origins)}; "
+            f"this backward frees it and the later one raises 'backward through the graph a second time'. Parameters "
+            f"that graph saved change between the calls, so retain_graph=True would raise 'modified by an inplace "
+            f"operation': build what the later loss needs after the change, or backpropagate once",
+        )
     applicability = Applicability.UNSAFE if effect == Effect.CHANGES else Applicability.SAFE
     reason = "parameters may change between the calls" if effect == Effect.CHANGES else "gradients are read or reset between the calls"
     return rule.diagnostic(

@@ -23,6 +23,8 @@ from fixer.analysis.shared_backwards import (
     strictly_between,
     strictly_inside,
 )
+from fixer.analysis.graph import Kind, facts
+from fixer.analysis.saving_modules import saves_own_weights
 from fixer.analysis.shared_graph import Origin, same_pass_later
 from fixer.analysis.training_calls import training_calls
 from fixer.analysis.undetached_fakes import undetached_fake_lines
@@ -89,6 +91,20 @@ def merge_host(ctx: FileContext, scope: Scope, chain: list[BackwardCall]) -> Opt
     if not all(ctx.is_own_line(backward_unit(ctx, c)) for c in chain):
         return None
     return next((i for i in (0, len(chain) - 1) if all_available_at(ctx, scope, chain, chain[i])), None)
+
+
+def saves_weights(ctx: FileContext, scope: Scope, origins: frozenset[Origin]) -> bool:
+    """A shared evaluation saved the weights of a module it called: a module that saves its own
+    (``Linear -> ReLU -> Linear``), or one applied to a graph. A step between two backward calls
+    changes them in place, so a graph kept for the later call would raise 'modified by an inplace
+    operation'."""
+    graph = facts(ctx, scope)
+    for origin in origins:
+        value = origin.value
+        if isinstance(value, ast.Call) and graph.is_module(value.func):
+            if saves_own_weights(ctx, scope, value.func) or any(graph.kind(a, origin.stmt) >= Kind.LEAF for a in value.args):
+                return True
+    return False
 
 
 def effect_between(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> Effect:
