@@ -216,6 +216,11 @@ REVIEWED_LOST = frozenset(
         "inside_method",  # train_step(batch) given a batch from an unknown call (no longer data by its name)
         "keyword_among_arguments",  # model(x) in both backward calls
         "model_class_critic_step_first",  # set_batch(gray) from an unknown call: gray may hold a graph both losses walk
+        "module_constant_flag",  # fit_step(net, opt, x, y) from unknown values: x may be a graph a later backward walks
+        "config_class_attribute_flag",  # train(model, batches, ...) given batches from unknown calls: the same
+        "config_dataclass_flag",  # fitter.fit(inputs, targets) from unknown calls: the same
+        "constructor_argument_flag",  # learner.step(x, y) from unknown calls: the same
+        "imported_config_flag",  # task.run(x, y) from unknown calls: the same
         "model_class_generator_step_first",  # feed(source, target) from unknown calls: the same
         "trainer_keeps_last_loss",  # fit_batch(inputs, targets) from unknown calls (no longer data by their names)
     )

@@ -157,6 +157,7 @@ def saved_alive_after_backward(path: Path, monkeypatch: pytest.MonkeyPatch) -> l
         return call
 
     with monkeypatch.context() as patch:
+        patch.syspath_prepend(str(path.parent))  # a fixture's support package beside it (runconf/)
         patch.setattr(torch.autograd, "backward", counting(torch.autograd.backward))
         patch.setattr(torch.autograd, "grad", counting(torch.autograd.grad))
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda holder: holder.tensor):
