@@ -13,6 +13,8 @@ import pytest
 from fixer.analysis.held_values import held_name
 from fixer.analysis.scopes import scope_nodes, scopes
 from fixer.context import FileContext
+from fixer.engine import Options, process_source
+from fixer.registry import all_rules
 
 TEMPLATE = """
 class Step{bases}:
@@ -61,3 +63,45 @@ def test_a_plain_holder_still_resolves():
     scope = next(s for s in scopes(ctx) if getattr(s.node, "name", "") == "f")
     read = next(n for n in scope_nodes(scope) if isinstance(n, ast.Subscript))
     assert held_name(ctx, scope, read).id == "real"
+
+
+HANDED_ON = '''
+import torch
+from torch import nn
+
+
+def judged(step, real_score, made_score):
+    return step.criterion(real_score, torch.ones_like(real_score)) + step.criterion(made_score, torch.zeros_like(made_score))
+
+
+class Step:
+    def __init__(self, maker, judge):
+        self.maker, self.judge = maker, judge
+        self.maker_opt = torch.optim.SGD(maker.parameters(), lr=0.1)
+        self.judge_opt = torch.optim.SGD(judge.parameters(), lr=0.1)
+        self.criterion = nn.BCEWithLogitsLoss()
+
+    def run(self, images):
+        self.batch = {"real": images, "made": self.maker(torch.randn(images.shape[0], 2))}
+        self.judge_opt.zero_grad()
+        judge_loss = judged(self, self.judge(self.batch["real"]), self.judge(self.batch["made"].detach()))
+        judge_loss.backward()
+        self.judge_opt.step()
+        self.maker_opt.zero_grad()
+        fooled = self.judge(self.batch["made"])
+        maker_loss = self.criterion(fooled, torch.ones_like(fooled))
+        maker_loss.backward()
+        self.maker_opt.step()
+
+
+step = Step(nn.Linear(2, 3), nn.Linear(3, 1))
+for _ in range(2):
+    step.run(torch.randn(4, 3))
+'''
+
+
+def test_an_element_we_cannot_name_shares_no_graph():
+    """The object is handed to a loss helper, so ``self.batch["real"]`` is not proven to be the
+    real images: it is unknown, which is no evidence that the critic's loss reaches the fake."""
+    result = process_source("step.py", HANDED_ON.encode(), Options(rules=tuple(all_rules()), fix=False, unsafe=True))
+    assert [d.code for d in result.diagnostics] == []

@@ -75,6 +75,9 @@ class _Tracer:
             if held is not None:  # outputs["real"] after outputs = {"real": real, ...}: only that element
                 skip.add(id(node.value))
                 node = held
+            elif isinstance(node, ast.Subscript) and self._literal_holder(node.value, at):
+                skip.add(id(node.value))  # an element of a literal that may have changed: unknown, not all of them
+                continue
             if isinstance(node, ast.Call) and (helper := self.helper(node)) is not None:
                 found |= self._through_helper(node, helper, at, prefix, seen)
                 continue
@@ -94,6 +97,13 @@ class _Tracer:
                 found.add(origin)
             found |= self.origins(value, stmt, prefix, seen)
         return frozenset(found)
+
+    def _literal_holder(self, holder: ast.expr, at: ast.AST) -> bool:
+        """``holder`` is bound here only to a dict, tuple or list literal (whose element a read
+        names, when nothing may have changed it: held_name)."""
+        name = dotted(holder)
+        defs = reaching(self.facts, name, at) if name else []
+        return len(defs) == 1 and isinstance(defs[0][1], (ast.Dict, ast.Tuple, ast.List))
 
     def carries(self, expr: ast.expr, at: ast.AST, _seen: Optional[set] = None) -> bool:
         """``expr`` carries a graph. GraphFacts.kind answers NONE for a method call on a name
