@@ -159,7 +159,7 @@ def _merge(rule: Rule, ctx: FileContext, pair: SharedPair) -> Diagnostic:
 
 def _retain(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> Diagnostic:
     effect = effect_between(ctx, scope, call, partner)
-    if effect == Effect.CHANGES and saves_weights(ctx, scope, origins):  # a kept graph would meet them changed
+    if effect == Effect.CHANGES and saves_weights(ctx, scope, call, partner, origins):  # a kept graph would meet them changed
         return rule.diagnostic(
             ctx,
             call.node,

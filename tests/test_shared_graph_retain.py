@@ -31,7 +31,7 @@ for step in range(3):
     head_loss = ((head(features) - targets) ** 2).mean()
     encoder_opt.zero_grad()
     code_loss.backward({retain})
-    encoder_opt.step()
+    {stepped}.step()
     head_opt.zero_grad()
     head_loss.backward()
     head_opt.step()
@@ -41,23 +41,29 @@ SHALLOW = "nn.Sequential(nn.Linear(5, 4), nn.Tanh())"  # saves the inputs (data)
 DEEP = "nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 4))"  # the second layer saves its weight
 
 
-def _gf105(encoder: str):
-    source = textwrap.dedent(PROGRAM).format(encoder=encoder, retain="")
+def _gf105(encoder: str, stepped: str):
+    source = textwrap.dedent(PROGRAM).format(encoder=encoder, retain="", stepped=stepped)
     result = process_source("t.py", source.encode(), Options(rules=tuple(all_rules()), fix=False, unsafe=True))
     return [d for d in result.diagnostics if d.code == "GF105"]
 
 
-def _runs(encoder: str, retain: str) -> str:
-    source = textwrap.dedent(PROGRAM).format(encoder=encoder, retain=retain)
+def _runs(encoder: str, stepped: str, retain: str) -> str:
+    source = textwrap.dedent(PROGRAM).format(encoder=encoder, retain=retain, stepped=stepped)
     done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=120)
     return "ok" if done.returncode == 0 else ("inplace" if "modified by an inplace operation" in done.stderr else done.stderr[-300:])
 
 
-@pytest.mark.parametrize("encoder, retain_runs, fixed", [(SHALLOW, "ok", True), (DEEP, "inplace", False)])
-def test_retain_graph_is_offered_only_where_the_step_changes_nothing_the_graph_saved(encoder, retain_runs, fixed):
-    found = _gf105(encoder)
+@pytest.mark.parametrize(
+    "encoder, stepped, retain_runs, fixed",
+    [
+        (SHALLOW, "encoder_opt", "ok", True),  # the step changes weights the graph did not save
+        (DEEP, "encoder_opt", "inplace", False),  # it changes the second layer's saved weight
+    ],
+)
+def test_retain_graph_is_offered_only_where_the_step_changes_nothing_the_graph_saved(encoder, stepped, retain_runs, fixed):
+    found = _gf105(encoder, stepped)
     assert len(found) == 1
     assert (found[0].fix is not None) is fixed, found[0].message
-    assert _runs(encoder, "retain_graph=True") == retain_runs  # what the fix would do, run
+    assert _runs(encoder, stepped, "retain_graph=True") == retain_runs  # what the fix would do, run
     if not fixed:
         assert "modified by an inplace operation" in found[0].message

@@ -10,7 +10,7 @@ import ast
 from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls, retains_graph
-from fixer.analysis.gradient_effects import Effect, gradient_effect
+from fixer.analysis.gradient_effects import HARMLESS_METHODS, Effect, gradient_effect
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.shared_backwards import (
     all_available_at,
@@ -23,7 +23,9 @@ from fixer.analysis.shared_backwards import (
     strictly_between,
     strictly_inside,
 )
+from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.names import dotted
 from fixer.analysis.saving_modules import saves_own_weights
 from fixer.analysis.shared_graph import Origin, same_pass_later
 from fixer.analysis.training_calls import training_calls
@@ -93,18 +95,46 @@ def merge_host(ctx: FileContext, scope: Scope, chain: list[BackwardCall]) -> Opt
     return next((i for i in (0, len(chain) - 1) if all_available_at(ctx, scope, chain, chain[i])), None)
 
 
-def saves_weights(ctx: FileContext, scope: Scope, origins: frozenset[Origin]) -> bool:
-    """A shared evaluation saved the weights of a module it called: a module that saves its own
-    (``Linear -> ReLU -> Linear``), or one applied to a graph. A step between two backward calls
-    changes them in place, so a graph kept for the later call would raise 'modified by an inplace
-    operation'."""
+KEEPING_WEIGHTS = HARMLESS_METHODS | {"zero_grad"}  # calls that change no parameter
+
+
+def saves_weights(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall, origins: frozenset[Origin]) -> bool:
+    """A shared evaluation saved the weights of a module it called (a module that saves its own,
+    ``Linear -> ReLU -> Linear``, or one applied to a graph) that what runs between the two
+    backward calls may change in place: a method called there on an object made with that
+    module's name among its arguments (``torch.optim.SGD(model.parameters())``), or on one we cannot
+    place. A graph kept for the later call would then raise 'modified by an inplace operation'."""
     graph = facts(ctx, scope)
-    for origin in origins:
-        value = origin.value
-        if isinstance(value, ast.Call) and graph.is_module(value.func):
-            if saves_own_weights(ctx, scope, value.func) or any(graph.kind(a, origin.stmt) >= Kind.LEAF for a in value.args):
-                return True
+    saving = {
+        name for origin in origins if isinstance(value := origin.value, ast.Call) and graph.is_module(value.func)
+        and (name := dotted(value.func))
+        and (saves_own_weights(ctx, scope, value.func) or any(graph.kind(a, origin.stmt) >= Kind.LEAF for a in value.args))
+    }
+    if not saving:
+        return False
+    receivers = {
+        dotted(n.func.value) for n in walk_between(ctx, scope, call, partner)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr not in KEEPING_WEIGHTS
+    }
+    imported = imported_names(ctx)
+    for receiver in receivers - {None}:
+        if receiver.partition(".")[0] in imported:
+            continue  # torch.randn(...), F.mse_loss(...): a library's function, no object of the program
+        bound = [v for _, v in graph.reaching(receiver, ctx.statement_of(partner.node))]
+        if not bound or any(not isinstance(v, ast.Call) or _mentions(v.args + [k.value for k in v.keywords], saving) for v in bound):
+            return True
     return False
+
+
+def _mentions(values: list[ast.expr], names: set[str]) -> bool:
+    return any(dotted(n) in names for v in values for n in walk(v) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def walk_between(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> list[ast.AST]:
+    """The nodes of the statements that run between the two calls."""
+    stmt, other = ctx.statement_of(call.node), ctx.statement_of(partner.node)
+    return [node for n in scope_nodes(scope) if isinstance(n, ast.stmt) and strictly_between(n, stmt, other)
+            and not strictly_inside(ctx, other, n) for node in walk(n)]
 
 
 def effect_between(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> Effect:
