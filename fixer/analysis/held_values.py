@@ -76,11 +76,11 @@ def _stored_name(ctx: FileContext, scope: Scope, holder: str, read: ast.expr, at
     stmt, value = defs[0]
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Attribute)) and dotted(stmt.targets[0]) == holder):
         return None
-    stored_into, called = _touched(ctx, scope)
+    stored_into, called, handed = _touched(ctx, scope)
     if holder in stored_into or isinstance(read, ast.Subscript) and holder in called:
         return None  # an object's methods can change only what its class model says they write
     owner = holder.partition(".")[0] if "." in holder else None
-    if owner is not None and (_handed_on(ctx, scope, owner) or _own_method_called(ctx, scope, owner)):
+    if owner is not None and (owner in handed or _own_method_called(ctx, scope, owner)):
         return None  # a field: a method of its object (or a call given the object) may store into it
     stored = _stored(ctx, value, read, holder in called)
     if not isinstance(stored, ast.Name) or stored.id == holder:
@@ -117,14 +117,6 @@ def _stored(ctx: FileContext, value: Optional[ast.expr], read: ast.expr, methods
     return bound.get(param)
 
 
-def _handed_on(ctx: FileContext, scope: Scope, name: str) -> bool:
-    """``name`` itself is an argument of a call in the scope."""
-    return any(
-        isinstance(a, ast.Name) and a.id == name or isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and a.value.id == name
-        for node in scope_nodes(scope) if isinstance(node, ast.Call) for a in [*node.args, *(k.value for k in node.keywords)]
-    )
-
-
 def _own_method_called(ctx: FileContext, scope: Scope, owner: str) -> bool:
     """A call ``self.m(...)`` in the scope that may run a method of the object: the class has a
     base (an inherited method), or defines ``m``."""
@@ -137,12 +129,12 @@ def _own_method_called(ctx: FileContext, scope: Scope, owner: str) -> bool:
     return False
 
 
-def _touched(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[str]]:
+def _touched(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(names stored into, through, deleted from or passed to a call; names a method is called on,
-    other than a reading one) in the scope."""
+    other than a reading one; names passed to a call) in the scope."""
 
-    def compute() -> tuple[frozenset[str], frozenset[str]]:
-        stored, called = set(), set()
+    def compute() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        stored, called, handed = set(), set(), set()
         for node in scope_nodes(scope):
             if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
                 base = node.value
@@ -153,11 +145,11 @@ def _touched(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozenset[
                     stored.add(base.id)
             elif isinstance(node, ast.Call):
                 arguments = [*node.args, *(k.value for k in node.keywords)]
-                stored |= {name for a in arguments if isinstance(a, (ast.Name, ast.Attribute)) and (name := dotted(a))}
-                stored |= {a.value.id for a in node.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)}
+                handed |= {name for a in arguments if isinstance(a, (ast.Name, ast.Attribute)) and (name := dotted(a))}
+                handed |= {a.value.id for a in node.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)}
                 func = node.func
                 if isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute)) and func.attr not in READING_METHODS:
                     called.add(dotted(func.value) or "")
-        return frozenset(stored), frozenset(called)
+        return frozenset(stored | handed), frozenset(called), frozenset(handed)
 
     return ctx.memo(("touched_holders", id(scope.node)), compute)

@@ -55,9 +55,9 @@ def _visible(ctx: FileContext, name: str, read: ast.expr) -> list[ast.Call]:
     and of the functions around the read, not those local to other functions (a read we cannot
     place, or a dotted name, sees every binding)."""
     found = bound_calls(ctx).get(name, [])
-    around = [a for a in ctx.ancestors(read) if isinstance(a, FUNCTIONS)]
     if "." in name or ctx.parent(read) is None:
         return [call for call, _ in found]
+    around = [a for a in ctx.ancestors(read) if isinstance(a, FUNCTIONS)]
     return [call for call, owner in found if owner is None or any(owner is a for a in around)]
 
 

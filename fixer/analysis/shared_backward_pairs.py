@@ -113,7 +113,7 @@ def saves_weights(ctx: FileContext, scope: Scope, call: BackwardCall, partner: B
     if not saving:
         return False
     receivers = {
-        dotted(n.func.value) for n in walk_between(ctx, scope, call, partner)
+        dotted(n.func.value) for stmt in statements_between(ctx, scope, call, partner) for n in walk(stmt)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr not in KEEPING_WEIGHTS
     }
     imported = imported_names(ctx)
@@ -130,18 +130,15 @@ def _mentions(values: list[ast.expr], names: set[str]) -> bool:
     return any(dotted(n) in names for v in values for n in walk(v) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
-def walk_between(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> list[ast.AST]:
-    """The nodes of the statements that run between the two calls."""
+def statements_between(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> list[ast.stmt]:
+    """The statements that run between the two calls."""
     stmt, other = ctx.statement_of(call.node), ctx.statement_of(partner.node)
-    return [node for n in scope_nodes(scope) if isinstance(n, ast.stmt) and strictly_between(n, stmt, other)
-            and not strictly_inside(ctx, other, n) for node in walk(n)]
+    return [n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and strictly_between(n, stmt, other) and not strictly_inside(ctx, other, n)]
 
 
 def effect_between(ctx: FileContext, scope: Scope, call: BackwardCall, partner: BackwardCall) -> Effect:
     """What the statements that run between the two calls do to gradients and parameters."""
-    stmt, other = ctx.statement_of(call.node), ctx.statement_of(partner.node)
-    between = [n for n in scope_nodes(scope) if isinstance(n, ast.stmt) and strictly_between(n, stmt, other) and not strictly_inside(ctx, other, n)]
-    return gradient_effect(ctx, scope, between)
+    return gradient_effect(ctx, scope, statements_between(ctx, scope, call, partner))
 
 
 def loop_call_argument(ctx: FileContext, scope: Scope, call: BackwardCall, loop: ast.For) -> tuple[bool, Optional[ast.expr]]:
