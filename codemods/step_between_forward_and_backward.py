@@ -46,6 +46,19 @@ only when that is sound: plain assignments on their own lines, made of module ca
 functions and tensor methods (no sampling, no helper with effects), whose other inputs still
 hold the same values at the backward. Otherwise the finding has no fix.
 
+When the step between is premature, the fix deletes it instead: the same optimizer steps again
+after this backward, in the same block, with no `zero_grad()` between the two steps (and nothing
+but call-free statements between the early step and this backward), so the later step already
+applies the gradients of both backward calls and the program means one update from both losses:
+```python
+loss1.backward(retain_graph=True)
+optimizer.step()  # deleted
+loss2.backward()
+optimizer.step()
+```
+(`fixer/analysis/premature_steps.py`; `graphfix run --fix` builds the same edit from the run's
+evidence.) A `zero_grad()` between the two steps means two updates: then only the recompute.
+
 ## Fix safety
 Unsafe. The program raised; the fix makes the loss the one at the parameters after the step
 (the canonical DCGAN order, and what SAC implementations compute): its value and its gradients
@@ -54,16 +67,22 @@ draws a new mask, one with batch norm updates its running statistics once more, 
 recomputed here holds the new value for the code after it (a logged loss changes). An expert who
 wants every loss of one parameter snapshot instead moves each backward before the steps that
 change its graph, which also changes which gradients each step sees; the rule does not do that.
+Deleting a premature step makes one update where the program took two: the first step applied
+the first loss's gradients alone, the kept one applies the sum of both, as before.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+import ast
+from typing import Iterator, Optional
 
-from fixer.analysis.scopes import scopes
+from fixer.analysis.calls import backward_calls
+from fixer.analysis.premature_steps import premature_step
+from fixer.analysis.scopes import Scope, scopes
 from fixer.analysis.stale_forward import StaleWalk, stale_walks
 from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.context import FileContext
+from fixer.edits.statements import delete_statement
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 
@@ -79,10 +98,25 @@ class StepBetweenForwardAndBackward(Rule):
         for scope in scopes(ctx):
             for walk in stale_walks(ctx, scope):
                 if not _gan_cause(ctx, walk):
-                    yield self._report(ctx, walk)
+                    yield self._report(ctx, walk, _later_step(ctx, scope, walk))
 
-    def _report(self, ctx: FileContext, walk: StaleWalk) -> Diagnostic:
+    def _report(self, ctx: FileContext, walk: StaleWalk, later: Optional[ast.stmt]) -> Diagnostic:
         loss, forward, step = ctx.text(walk.backward.target), ctx.text(walk.forward), ctx.text(walk.step.node)
+        where = (
+            f"`{loss}` backpropagates through `{_short(forward)}` (line {walk.forward.lineno}), whose parameters "
+            f"`{step}` (line {walk.step.node.lineno}) changed in place after that forward: the backward raises "
+            f"'one of the variables needed for gradient computation has been modified by an inplace operation'; "
+        )
+        if later is not None:
+            return self.diagnostic(
+                ctx,
+                walk.backward.node,
+                where + f"`{step}` steps again at line {later.lineno} with no zero_grad between, applying the gradients "
+                "of both backward calls: delete the premature step",
+                [delete_statement(ctx, ctx.statement_of(walk.step.node))],
+                Applicability.UNSAFE,
+                title=f"Delete the premature `{step}`",
+            )
         edits, names = [], ""
         if walk.recompute:
             here = ctx.statement_of(walk.backward.node)
@@ -95,14 +129,16 @@ class StepBetweenForwardAndBackward(Rule):
         return self.diagnostic(
             ctx,
             walk.backward.node,
-            f"`{loss}` backpropagates through `{_short(forward)}` (line {walk.forward.lineno}), whose parameters "
-            f"`{step}` (line {walk.step.node.lineno}) changed in place after that forward: the backward raises "
-            f"'one of the variables needed for gradient computation has been modified by an inplace operation'; "
-            f"{advice}",
+            where + advice,
             edits,
             Applicability.UNSAFE,
             title=f"Recompute {names} after the step" if names else "Recompute the forward after the step",
         )
+
+
+def _later_step(ctx: FileContext, scope: Scope, walk: StaleWalk) -> Optional[ast.stmt]:
+    earlier = [ctx.statement_of(b.node) for b in backward_calls(ctx, scope) if b.node is not walk.backward.node]
+    return premature_step(ctx, ctx.statement_of(walk.step.node), ctx.statement_of(walk.backward.node), earlier)
 
 
 def _gan_cause(ctx: FileContext, walk: StaleWalk) -> bool:

@@ -275,6 +275,23 @@ def test_builders_reset_the_gradients_in_the_method_the_loop_calls_to_step(tmp_p
     ]
 
 
+def test_builders_delete_a_step_between_two_backwards_only_where_the_same_optimizer_steps_after(tmp_path: Path) -> None:
+    text = "for x in xs:\n    out = net(x)\n    a(out).backward(retain_graph=True)\n    opt.step()\n    b(out).backward()\n    clip(net)\n    opt.step()\n"
+    pieces = (Piece("first backward", "", 3, 1, ""), Piece("failed", "", 5, 1, ""), Piece("changed by", "", 4, 1, ""))
+    found = _titles(tmp_path, text, Finding("GF105", "", "", 3, 0, "", pieces))
+    assert found[0] == (
+        "delete the premature step at line 4: the step at line 7 applies both backward calls' gradients",
+        text.replace("    opt.step()\n    b(out)", "    b(out)"),
+    )
+    cleared_between_steps = text.replace("    clip(net)", "    opt.zero_grad()")
+    cleared_before_backward = text.replace("    b(out)", "    opt.zero_grad()\n    b(out)")
+    moved = (Piece("first backward", "", 3, 1, ""), Piece("failed", "", 6, 1, ""), Piece("changed by", "", 4, 1, ""))
+    for n, (two_updates, evidence) in enumerate(((cleared_between_steps, pieces), (cleared_before_backward, moved))):
+        (tmp_path / str(n)).mkdir()
+        found = _titles(tmp_path / str(n), two_updates, Finding("GF105", "", "", 3, 0, "", evidence))
+        assert not any(title.startswith("delete the premature step") for title, _ in found)
+
+
 def test_a_cut_of_a_value_built_before_the_loop_spares_what_fresh_graphs_train() -> None:
     probe = _summary(through=(("t:9", ("V", "E")),), used=(("t:9", ("V", "E", "P")),), beside=(("t:9", ("V", "P")),))
     assert cut_verdict({}, probe, {}, reused=True) == (

@@ -1,6 +1,7 @@
 """Adding a statement on a line of its own, in the indentation of the statement it goes before
 or after (or of a function's first statement); a statement moved one level in under a ``with``
-(``torch.no_grad()``), or moved before or after another (``zero_grad()``)."""
+(``torch.no_grad()``), moved before or after another (``zero_grad()``), or deleted (a premature
+``step()``)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,15 @@ def move_edits(ctx: FileContext, stmt: ast.stmt, anchor: ast.stmt, after: bool =
         return None
     if anchor.lineno <= stmt.lineno <= (anchor.end_lineno or anchor.lineno):
         return None
-    removed = Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.lineno), "")
     text = ctx.text(stmt)
-    return [removed, insert_after(ctx, anchor, text) if after else insert_before(ctx, anchor, text)]
+    return [delete_statement(ctx, stmt), insert_after(ctx, anchor, text) if after else insert_before(ctx, anchor, text)]
+
+
+def delete_statement(ctx: FileContext, stmt: ast.stmt) -> Optional[Edit]:
+    """``stmt``'s lines taken out; None when it shares a line with another statement."""
+    if not ctx.is_own_line(stmt):
+        return None
+    return Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno or stmt.lineno), "")
 
 
 def insert_at_top(ctx: FileContext, function: ast.AST, line: str) -> list[Edit]:

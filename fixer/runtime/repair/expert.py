@@ -17,7 +17,7 @@ from fixer.runtime.repair.builds import no_grad_at_build, outside_loops
 from fixer.runtime.repair.calls import create_graph, drop_retain
 from fixer.runtime.repair.candidate import Candidate, context, pieces, statement_at
 from fixer.runtime.repair.losses import fresh_value, sum_losses
-from fixer.runtime.repair.protocol import move_zero_grad, zero_after_step
+from fixer.runtime.repair.protocol import drop_premature_step, move_zero_grad, zero_after_step
 from fixer.runtime.repair.stores import store_repairs
 from fixer.runtime.repair.uses import detach_inputs, handed_on, recompute_before_use
 
@@ -49,6 +49,7 @@ def _ranked(finding: Finding) -> Iterator[Candidate]:
         yield from chain.from_iterable(detach_inputs(finding, p) for p in pieces(finding, "fed to discriminator"))
         yield from chain.from_iterable(recompute_before_use(finding, b, u, failed) for b in built for u in used if _after_step(finding, u))
     if code in ("GF105", "GF106"):
+        yield from drop_premature_step(finding)
         freeing = pieces(finding, "first backward", "freed by")
         yield from chain.from_iterable(fresh_value(finding, b, f, u) for b in pieces(finding, "built") for f in freeing for u in used)
         yield from chain.from_iterable(sum_losses(finding, f) for f in freeing)

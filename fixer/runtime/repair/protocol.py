@@ -7,14 +7,19 @@
   the step is called on, just before the backward that accumulated again when it runs in the
   step's block (zero, backward, step: what other backwards left in between is dropped too),
   else just after the step. A step the run saw at a call (``self.update_critic(...)``) is looked
-  for in the function of the same file that the call runs."""
+  for in the function of the same file that the call runs;
+- **a premature step between two backward passes of one graph** (the run's "changed by" step,
+  which made the later backward raise "modified by an inplace operation"): deleted, where the
+  same optimizer steps again after that backward with no zero_grad between
+  (``analysis.premature_steps``: the later step already applies both gradients)."""
 
 from __future__ import annotations
 
 import ast
 from typing import Iterator, Optional
 
-from fixer.edits.statements import insert_after, insert_before, move_edits
+from fixer.analysis.premature_steps import premature_step
+from fixer.edits.statements import delete_statement, insert_after, insert_before, move_edits
 from fixer.nodes import walk
 from fixer.runtime.fill_site import callees
 from fixer.runtime.report import Finding
@@ -75,5 +80,21 @@ def zero_after_step(finding: Finding) -> Iterator[Candidate]:
                 if found is not None:
                     yield found
             found = candidate(f"reset the gradients after the step at line {step.lineno}", ctx, [insert_after(ctx, step, f"{owner}.zero_grad()")], finding)
+            if found is not None:
+                yield found
+
+
+def drop_premature_step(finding: Finding) -> Iterator[Candidate]:
+    failed = next(iter(pieces(finding, "failed", "needed by")), None)
+    for change in pieces(finding, "changed by") if failed is not None and failed.filename else []:
+        ctx = context(change.filename)
+        if ctx is None or failed.filename != change.filename:
+            continue
+        step, backward = statement_at(ctx, change.line), statement_at(ctx, failed.line)
+        earlier = [statement_at(ctx, p.line) for p in pieces(finding, "first backward") if p.filename == change.filename]
+        later = premature_step(ctx, step, backward, [s for s in earlier if s is not None]) if step and backward else None
+        if later is not None:
+            title = f"delete the premature step at line {change.line}: the step at line {later.lineno} applies both backward calls' gradients"
+            found = candidate(title, ctx, [e for e in [delete_statement(ctx, step)] if e is not None], finding)
             if found is not None:
                 yield found
