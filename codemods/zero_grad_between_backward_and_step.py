@@ -7,6 +7,11 @@ zero_grad wipes its gradients, and when it did not, clearing achieves nothing); 
 whose `zero_grad()` runs every batch while the `step()` runs only under `if (i + 1) % k == 0:`,
 so each batch's zero_grad lands between the previous backward and the step (also when it is
 written at the end of the loop body, after the guarded step: it runs before the next batch's).
+And a `zero_grad()` in every pass of an inner loop that accumulates micro-batches (a `for`
+loop, or a comprehension whose element calls a function of the project, such as
+`sum(trainer.forward_backward(mb) for mb in micro_batches)`), before the pass's backward, while
+the step of the same optimizer runs only after the loop (`fixer/analysis/repeated_zero_grads.py`);
+not where the pass reads or writes `.grad` (per-sample gradients kept on purpose).
 
 ## Why is this bad?
 `backward()` fills `.grad`, `zero_grad()` clears it again, and `step()` then sees no gradients:
@@ -35,7 +40,9 @@ The fix moves the `zero_grad()` line (with its comments) to the start of the ite
 forward pass: the top of the block, or just after the previous optimizer step or zero_grad in it
 (so a GAN's discriminator update keeps its own order, and after `opt = self.optimizers()`), and
 before every backward whose gradients the step should use. In the accumulation form it moves the `zero_grad()` to just after the
-guarded `step()`. Left alone: a step guarded by any other condition (`if torch.isfinite(loss):`),
+guarded `step()`; in the micro-batch form it takes the `zero_grad()` out of the pass and puts it
+just after the step (in the function that steps, when that function and the one that clears are
+each called from this one place). Left alone: a step guarded by any other condition (`if torch.isfinite(loss):`),
 and `accelerator.backward` (its wrapped optimizer skips zero_grad while accumulating).
 
 ## Fix safety
@@ -53,9 +60,11 @@ import ast
 from typing import Iterator
 
 from fixer.analysis.call_events import Event
+from fixer.analysis.repeated_zero_grads import RepeatedZeroGrad, move_after_step, repeated_zero_grads, reported_call
 from fixer.analysis.statement_moves import attached_start, movable, statement_lines
 from fixer.analysis.wiped_gradients import insertion_index, wiping_zero_grads
 from fixer.context import FileContext
+from fixer.edits.statements import delete_statement, insert_after
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 
@@ -66,6 +75,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     fix_safety = "unsafe"
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
+        for repeated in repeated_zero_grads(ctx):
+            yield self._report_repeated(ctx, repeated)
         for found in wiping_zero_grads(ctx):
             if found.guard is not None:
                 yield self._report_accumulation(ctx, found.block, found.zero, found.step, found.guard)
@@ -91,6 +102,21 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         return self.diagnostic(
             ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` after `{step_text}`"
         )
+
+    def _report_repeated(self, ctx: FileContext, found: RepeatedZeroGrad) -> Diagnostic:
+        zero, step = f"{found.zero.owner}.zero_grad()", ctx.text(found.step.site)
+        at = reported_call(ctx, found)
+        message = (
+            f"`{zero}` runs in every pass of the loop at line {found.loop.lineno}, before that pass's backward, but "
+            f"`{step}` only after the loop: each pass wipes the gradients the passes before it accumulated, so the "
+            "step applies the last pass's gradient only; zero the gradients right after the step"
+        )
+        move = move_after_step(ctx, found)
+        edits = []
+        if move is not None and (taken := delete_statement(ctx, move.zero)) is not None:
+            keywords = ", ".join(ctx.text(k) for k in found.zero.call.keywords)
+            edits = [taken, insert_after(ctx, move.anchor, f"{move.receiver}.zero_grad({keywords})")]
+        return self.diagnostic(ctx, at, message, edits, Applicability.UNSAFE, title=f"Move `{zero}` after `{step}`")
 
     def _report(self, ctx, block, events, zero: Event, step: Event, backward: Event, objects: set) -> Diagnostic:
         statement = block[zero.index]

@@ -27,6 +27,7 @@ import ast
 from typing import Iterable, Optional
 
 from fixer.analysis.names import dotted
+from fixer.analysis.scopes import enclosing_block
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -35,7 +36,7 @@ LEAVING = (ast.Return, ast.Break, ast.Continue, ast.Raise)
 
 def premature_step(ctx: FileContext, step: ast.stmt, backward: ast.stmt, earlier: Iterable[ast.stmt]) -> Optional[ast.stmt]:
     owner = stepped_optimizer(step)
-    body = _block(ctx, step)
+    body = enclosing_block(ctx, step)
     if owner is None or body is None:
         return None
     at = {id(s): i for i, s in enumerate(body)}
@@ -65,11 +66,3 @@ def stepped_optimizer(stmt: ast.stmt) -> Optional[str]:
             return dotted(call.func.value)
     return None
 
-
-def _block(ctx: FileContext, stmt: ast.stmt) -> Optional[list[ast.stmt]]:
-    parent = ctx.parent(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        body = getattr(parent, field, None)
-        if isinstance(body, list) and any(s is stmt for s in body):
-            return body
-    return None
