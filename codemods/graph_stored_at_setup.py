@@ -8,7 +8,9 @@ of the script, `setup()` called by `main()`),
 when a training loop's every-iteration backward walks it: the loss is computed from the field,
 directly or through the methods and the held modules the loop calls (`model.nll()` running
 `self.kernel(x, x)`, whose `forward` reads the field; a step function or trainer method the loop
-calls, backpropagating on every call). No other code assigns the field. A field that a method of
+calls, backpropagating on every call; a field read through an instance, `corpus.vectors`, or
+sliced by a generator method whose items the loop iterates). The value may come from a module the
+object is handed (`self.vectors = embedding(ids)`). No other code assigns the field. A field that a method of
 its own class reads and backpropagates through on every call is GF102's (it recomputes it at the
 start of that method).
 

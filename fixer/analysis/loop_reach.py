@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from fixer.analysis.call_sites import path_instance
 from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
@@ -120,12 +121,21 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and scope.self_name and dotted(node.value) == scope.self_name:
                 found.add((id(scope.class_node), node.attr))
                 todo.extend(value for _, value in graph.assignments.get(dotted(node), []) if value is not None)  # stored here
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (prefix := dotted(node.value)):
+                held = path_instance(ctx, scope, prefix)  # ``windows.data``: a field of an object of this file's class
+                if held is not None:
+                    found.add((id(held), node.attr))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                todo.extend(value for _, value in graph.assignments.get(node.id, []) if value is not None)
+                for stmt, value in graph.assignments.get(node.id, []):
+                    if value is None and isinstance(stmt, (ast.For, ast.AsyncFor)):
+                        value = stmt.iter  # a loop variable is an element of what the loop iterates
+                    if value is not None:
+                        todo.append(value)
             elif isinstance(node, ast.Call) and depth > 0:
                 callee = callee_method(ctx, scope, node.func, rebound, bound)
                 if callee is not None and id(callee.node) not in seen:
-                    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return) and n.value is not None]
+                    # what it returns, or yields (a generator method serving slices of a field)
+                    returns = [n.value for n in scope_nodes(callee) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
                     inner = _bindings(ctx, scope, node, callee, rebound, bound)
                     found |= read_fields(ctx, callee, returns, local_names(callee), inner, depth - 1, seen | {id(callee.node)})
     return found

@@ -90,7 +90,8 @@ def _read_by_their_step_method(ctx: FileContext) -> set[int]:
 
 
 def _built_from_trainable_leaf(ctx: FileContext, init: Scope, stmt: ast.Assign) -> bool:
-    """The stored value is a graph that saved tensors, built from a leaf that requires grad here or
+    """The stored value is a graph that saved tensors, built from a leaf that requires grad or a
+    module's parameters (``self.data = adapter(raw)``, ``adapter`` a module by every construction) here or
     in the function of the file it calls (``self.reg = self.regularization()``, whose returned
     value is built so)."""
     if facts(ctx, init).kind(stmt.value, stmt) != Kind.GRAPH:
@@ -105,7 +106,9 @@ def _saves_from_leaf(ctx: FileContext, scope: Scope, value: ast.expr, at: ast.AS
     graph = facts(ctx, scope)
     if graph.kind(value, at) != Kind.GRAPH or not saves_tensors(ctx, scope, value):
         return False
-    return any(isinstance(n, ast.expr) and graph.kind(n, at) == Kind.LEAF for n in walk(value))
+    return any(
+        isinstance(n, ast.expr) and graph.kind(n, at) == Kind.LEAF or isinstance(n, ast.Call) and graph.is_module(n.func) for n in walk(value)
+    )
 
 
 def _returned(ctx: FileContext, callee: Scope) -> list[tuple[ast.expr, ast.AST]]:
