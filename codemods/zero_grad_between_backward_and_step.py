@@ -7,6 +7,12 @@ zero_grad wipes its gradients, and when it did not, clearing achieves nothing); 
 whose `zero_grad()` runs every batch while the `step()` runs only under `if (i + 1) % k == 0:`,
 so each batch's zero_grad lands between the previous backward and the step (also when it is
 written at the end of the loop body, after the guarded step: it runs before the next batch's).
+Also where more backward calls run between the `zero_grad()` and the step
+(`a.backward(); opt.zero_grad(); b.backward(); opt.step()`): the step applies b's gradients only
+and a's backward is wasted; only where a's backward is a statement of the block (not a helper that
+may read its gradients) and no other step runs after it (a generator's step after the
+discriminator's wanted what its backward left; the zero_grad between clears it from the
+discriminator). Where the pass already starts with that zero_grad, the fix deletes the second.
 And a `zero_grad()` in every pass of an inner loop that accumulates micro-batches (a `for`
 loop, or a comprehension whose element calls a function of the project, such as
 `sum(trainer.forward_backward(mb) for mb in micro_batches)`), before the pass's backward, while
@@ -57,12 +63,12 @@ accumulation form each step now applies the sum of the k batches' gradients, and
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Optional
 
 from fixer.analysis.call_events import Event
 from fixer.analysis.repeated_zero_grads import RepeatedZeroGrad, move_after_step, repeated_zero_grads, reported_call
 from fixer.analysis.statement_moves import attached_start, movable, statement_lines
-from fixer.analysis.wiped_gradients import insertion_index, wiping_zero_grads
+from fixer.analysis.wiped_gradients import already_zeroed, insertion_index, wiping_zero_grads
 from fixer.context import FileContext
 from fixer.edits.statements import delete_statement, insert_after
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -81,7 +87,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             if found.guard is not None:
                 yield self._report_accumulation(ctx, found.block, found.zero, found.step, found.guard)
             else:
-                yield self._report(ctx, found.block, found.events, found.zero, found.step, found.backward, found.objects)
+                yield self._report(ctx, found.block, found.events, found.zero, found.step, found.backward, found.objects, found.refilled)
 
     def _report_accumulation(self, ctx: FileContext, block: list[ast.stmt], zero: Event, step: Event, guard: ast.If) -> Diagnostic:
         zero_text, step_text = ctx.text(zero.call), ctx.text(step.call)
@@ -118,12 +124,15 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             edits = [taken, insert_after(ctx, move.anchor, f"{move.receiver}.zero_grad({keywords})")]
         return self.diagnostic(ctx, at, message, edits, Applicability.UNSAFE, title=f"Move `{zero}` after `{step}`")
 
-    def _report(self, ctx, block, events, zero: Event, step: Event, backward: Event, objects: set) -> Diagnostic:
+    def _report(self, ctx, block, events, zero: Event, step: Event, backward: Event, objects: set, refilled: Optional[Event]) -> Diagnostic:
         statement = block[zero.index]
         zero_text, step_text = ctx.text(zero.call), ctx.text(step.call)
+        effect = "the step sees no gradients and the parameters do not learn"
+        if refilled is not None:
+            effect = f"the step applies the gradients of `{ctx.text(refilled.call)}` only and the first backward is wasted"
         message = (
-            f"`{zero_text}` runs after `{ctx.text(backward.call)}` and before `{step_text}`: the step sees no "
-            f"gradients and the parameters do not learn; zero the gradients before the forward pass"
+            f"`{zero_text}` runs after `{ctx.text(backward.call)}` and before `{step_text}`: {effect}; zero the gradients "
+            "before the forward pass"
         )
         target = insertion_index(ctx, block, events, backward, objects, zero.owner)
         owner = ctx.parent(statement)
@@ -132,6 +141,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             start, end = statement_lines(ctx, statement, statement)
             at = attached_start(ctx, block[target])
             edits = [Edit(at, at, ctx.source[start:end]), Edit(start, end, "")]
+            if already_zeroed(ctx, events, target, zero):
+                edits = [Edit(start, end, "")]  # the pass already starts with that zero_grad: the second goes
         return self.diagnostic(
             ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` before the forward pass"
         )

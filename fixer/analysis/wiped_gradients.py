@@ -41,6 +41,7 @@ class WipingZeroGrad(NamedTuple):
     backward: Optional[Event]
     guard: Optional[ast.If]
     objects: set[str]
+    refilled: Optional[Event] = None  # a backward between the zero_grad and the step: the step sees its gradients only
 
 
 def wiping_zero_grads(ctx: FileContext) -> Iterator[WipingZeroGrad]:
@@ -56,15 +57,19 @@ def _wiping_in(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterato
     for zero in events:
         if zero.kind != "zero_grad" or not zero.direct or zero.call.args or _keyword_other_than_set_to_none(zero.call):
             continue
-        step = _next_step(ctx, events, zero)
+        step, refilled = _next_step(ctx, events, zero), None
+        if step is None:
+            step, refilled = _step_after_refill(ctx, events, zero)
         backward = _previous_backward(events, zero, step)
         if step is None or backward is None or not is_plain_step(step) or step.call.lineno in early_step_lines(ctx):
             continue  # step(closure) runs its own backward; GF202: the step comes before its own backward
+        if refilled is not None and not _only_for_the_step(events, backward, step):
+            continue
         objects = {step.owner, zero.owner} | set(optimizer_params(ctx).get(step.owner) or ())
         between = block[backward.index + 1 : step.index]
         if any(touches_grads(ctx, stmt, objects) for stmt in between if stmt is not block[zero.index]):
             continue  # gradients saved or rewritten around the zero_grad: maybe on purpose
-        yield WipingZeroGrad(block, events, zero, step, backward, None, objects)
+        yield WipingZeroGrad(block, events, zero, step, backward, None, objects, refilled)
 
 
 def _wiping_accumulation(ctx: FileContext, block: list[ast.stmt], events: list[Event]) -> Iterator[WipingZeroGrad]:
@@ -151,6 +156,35 @@ def _next_step(ctx: FileContext, events: list[Event], zero: Event) -> Optional[E
     return None
 
 
+def _only_for_the_step(events: list[Event], backward: Event, step: Event) -> bool:
+    """The wiped backward is a statement of this block (not a helper that may use its gradients
+    itself: a saliency, a gradient norm) and no step but ``step`` runs after it in the block (a
+    generator's step after the discriminator's wanted its gradients; the zero_grad between cleared
+    what it left in the discriminator)."""
+    return backward.direct and backward.via is None and not any(
+        e.kind == "step" and e is not step for e in events if e.index >= backward.index
+    )
+
+
+def _step_after_refill(ctx: FileContext, events: list[Event], zero: Event) -> tuple[Optional[Event], Optional[Event]]:
+    """(the step, the backward before it) when ``zero`` is followed by unconditional backward
+    calls and then the step of what it clears, with no other zero_grad or step between:
+    ``a.backward(); opt.zero_grad(); b.backward(); opt.step()`` steps with b's gradients only."""
+    refilled = None
+    for event in events:
+        if event.index <= zero.index:
+            continue
+        if event.kind == "backward":
+            if event.conditional or not _fills_grads_now(event):
+                return None, None
+            refilled = refilled or event
+        elif event.kind == "step" and refilled is not None and not event.conditional and zeroes_for(ctx, zero.owner, event.owner) is True:
+            return event, refilled
+        else:
+            return None, None
+    return None, None
+
+
 def _previous_backward(events: list[Event], zero: Event, step: Optional[Event]) -> Optional[Event]:
     """The last backward before ``zero`` with no step of the same optimizer between. One that may
     not run counts too: the zero_grad after it wipes its gradients when it ran, and clears nothing
@@ -187,3 +221,8 @@ def insertion_index(
     if index == 0 and is_docstring(block[0]) and len(block) > 1:
         index = 1
     return index
+
+
+def already_zeroed(ctx: FileContext, events: list[Event], index: int, zero: Event) -> bool:
+    """The statement just above ``index`` is a zero_grad that clears what ``zero`` clears."""
+    return any(e.index == index - 1 and e.kind == "zero_grad" and e.direct and zeroes_for(ctx, e.owner, zero.owner) is True for e in events)

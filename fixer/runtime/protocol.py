@@ -52,6 +52,7 @@ class _Param:
 class _Optimizer:
     steps: list = field(default_factory=list)  # judged steps: ("clean" or "wiped", saw no gradient)
     wipes: list = field(default_factory=list)  # zero_grad Calls that wiped unconsumed gradients
+    wasted: list = field(default_factory=list)  # per judged step: (zero_grad, step, backward sites it wiped that this step did not use) or None
     first_before_backward: bool = False
     filled: bool = False  # a backward filled its parameters at some point
     first: Any = None  # the first step judged
@@ -69,6 +70,9 @@ class Protocol(Observer):
         self._optimizers: dict[int, tuple[Any, _Optimizer]] = {}
         self._of: dict[int, tuple[Any, list]] = {}  # id(optimizer) -> (weakref, its (state, parameter) pairs)
         self._backwards = 0  # backward calls so far (one inside a step means a closure)
+        self._consumed_ever: set = set()  # backward sites whose gradient some step used
+        self._read_after: set = set()  # backward sites after which the program read a gradient
+        self._last_backward: Any = None
 
     # --- parameters -------------------------------------------------------------------------
 
@@ -120,6 +124,7 @@ class Protocol(Observer):
         self._backwards += 1  # a touch since the last look shows after it: two versions more, or a new tensor
 
     def after_backward(self, call: Any, tensors: tuple, result: Any, retain: bool, create: bool) -> None:
+        self._last_backward = call.stack
         dead = False
         for state in self._params.values():  # (after every backward, for every parameter: kept lean)
             param = state.ref()
@@ -160,6 +165,8 @@ class Protocol(Observer):
                 state.wiped = (call, before | sites)
 
     def grad_read(self, owner: Any, grad: Any) -> None:
+        if self._last_backward is not None:
+            self._read_after.add(self._last_backward)  # (an input's gradient, an attack's direction: that backward was used)
         state = self._params.get(id(owner))
         if state is not None and state.ref() is owner:
             state.read = True
@@ -197,6 +204,9 @@ class Protocol(Observer):
         consumed = {id(c.stack): c.stack for s, _ in states for c, window in s.chain if window == s.window}  # (stacks are interned)
         wiped = [s.wiped for s, _ in states if s.wiped]
         wiped_sites = set().union(*(sites for _, sites in wiped)) if wiped else set()
+        unconsumed = wiped_sites - set(consumed.values()) - self._read_after
+        self._consumed_ever.update(consumed.values())
+        opt.wasted.append((max((z for z, _ in wiped), key=lambda z: z.position), call, unconsumed) if unconsumed else None)
         if wiped_sites and (empty or wiped_sites.intersection(consumed.values())):
             consumed = set(consumed.values())
             zero = max((z for z, _ in wiped), key=lambda z: z.position)
@@ -268,7 +278,26 @@ class Protocol(Observer):
                     f"{filled.line} before any step used it: zero the gradients after the step (or before the backward)"
                 )
                 found.append(Finding.at("GF201", message, wipe, "", [filled, wipe, stepped]))
+            elif opt.wasted and all(w is not None and not w[2] & self._consumed_ever for w in opt.wasted) and not opt.closure:
+                found.extend(_wasted(opt.wasted[-1]))
         return found
+
+
+def _wasted(last: tuple) -> list[Finding]:
+    """Before every step a zero_grad wiped the gradient of a backward that no step of the run ever
+    used (``a.backward(); opt.zero_grad(); b.backward(); opt.step()``): that backward is wasted."""
+    zero, step, sites = last
+    site = sorted(sites, key=str)[0]
+    wipe = Piece.at("wiped by", zero.stack, zero.iteration + 1)
+    filled = Piece("gradient from", site[0][0].co_filename, site[0][1], None, _text(site[0]))
+    stepped = at_loop("stepped", step)
+    if wipe is None:
+        return []
+    message = (
+        f"before every step this zero_grad() wiped the gradient of the backward at line {filled.line}, which no step "
+        "ever used: that backward is wasted; zero the gradients before it instead"
+    )
+    return [Finding.at("GF201", message, wipe, "", [filled, wipe, stepped])]
 
 
 def _params_of(owner: Any) -> list:
