@@ -3,7 +3,6 @@ file decides; paths in it are relative to its folder; per-file-ignores; --config
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from tests.test_discovery import BUGGY, graphfix, write
 

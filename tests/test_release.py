@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import venv
 import zipfile

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fixer.registry import all_rules, select_rules
+from fixer.registry import all_rules
 from fixer.server.settings import EditorSettings, editor_settings, options_for
 
 GF3 = {r.code for r in all_rules() if r.code.startswith("GF3") and r.default}

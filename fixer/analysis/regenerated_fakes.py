@@ -28,12 +28,21 @@ from fixer.nodes import walk
 def undetached_uses(ctx: FileContext, scope: Scope, first: BackwardCall, second: BackwardCall, steps: list[OptimizerCall]):
     """The discriminator's applications to the fake reaching ``first`` (all of the fake's
     graph-carrying reads there), when the generator step behind ``second`` uses a new fake."""
-    graph = facts(ctx, scope)
     one, two = ctx.statement_of(first.node), ctx.statement_of(second.node)
     step_d = next((s for s in steps if between(s.node, one, two)), None)
-    step_g = next((s for s in steps if _after(s.node, two) and _same_block_pass(ctx, scope, two, s.node)), None)
-    if step_d is None or step_g is None or step_d.owner == step_g.owner:
+    if step_d is None:
         return None
+    # the generator step: any later step of the pass (``opt_enc.step(); opt_gen.step()``) whose roles hold
+    for step_g in (s for s in steps if _after(s.node, two) and _same_block_pass(ctx, scope, two, s.node) and s.owner != step_d.owner):
+        found = _undetached_for(ctx, scope, first, second, step_d, step_g)
+        if found is not None:
+            return found
+    return None
+
+
+def _undetached_for(ctx: FileContext, scope: Scope, first: BackwardCall, second: BackwardCall, step_d: OptimizerCall, step_g: OptimizerCall):
+    graph = facts(ctx, scope)
+    one, two = ctx.statement_of(first.node), ctx.statement_of(second.node)
     uses = callable_uses(ctx, scope, graph)
     for use in uses:
         if not discriminates(ctx, use.callee, step_d.owner, step_g.owner):
