@@ -185,6 +185,8 @@ class _Tracer:
         for node in flowing_nodes(self.ctx, expr, names=False):
             if isinstance(node, ast.BinOp) and isinstance(node.op, SAVING_OPERATORS):
                 return True
+            if isinstance(node, ast.Subscript) and self._indexes_by_tensor(node):
+                return True  # ``x[mask]``, ``x[idx]``: advanced indexing saves its index
             if not isinstance(node, ast.Call):
                 continue
             if self.facts.is_module(node.func):
@@ -200,6 +202,21 @@ class _Tracer:
             method = node.func.attr if isinstance(node.func, ast.Attribute) else name.rsplit(".", 1)[-1]
             torch_op = name.startswith("torch.") or (isinstance(node.func, ast.Attribute) and self.carries(node.func.value, node))
             if torch_op and method not in NON_SAVING and method not in DETACHING_METHODS:
+                return True
+        return False
+
+
+    def _indexes_by_tensor(self, node: ast.Subscript) -> bool:
+        """A subscript of a graph-carrying tensor by a boolean mask (a comparison), a list, or a
+        tensor a torch function makes (``torch.randperm(n)[:k]``, ``torch.nonzero(m)``)."""
+        if not self.carries(node.value, node):
+            return False
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for part in parts:
+            inner = part.value if isinstance(part, ast.Subscript) else part
+            if isinstance(inner, (ast.Compare, ast.List)):
+                return True
+            if isinstance(inner, ast.Call) and (qualified(self.ctx, inner.func) or "").startswith("torch."):
                 return True
         return False
 
