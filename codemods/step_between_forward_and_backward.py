@@ -14,7 +14,11 @@ on any input: one that feeds a parametrized layer's output into a weight-saving 
 `forward` chains two such layers), such as a generator applied to noise; the step's optimizer is built from that
 module's parameters (`critic_opt = Adam(critic.parameters())`; an optimizer whose parameters are
 not visible gives no finding); the forward, the step and the backward run in this order in the
-same pass. When an earlier backward without `retain_graph` already freed part of the graph, GF105
+same pass. Also across the methods of a model class (`fixer/analysis/field_stale_walks.py`):
+`forward()` stores its outputs in fields, `update()` steps and then calls a method whose loss reads
+a field the stepped module computed before the step (the image-translation frameworks' layout);
+the methods are followed in the order the class calls them, along the path where the `if`s that
+guard them hold; reported without a fix. When an earlier backward without `retain_graph` already freed part of the graph, GF105
 (`separate-backward-through-shared-graph`) reports that first.
 
 ## Why is this bad?
@@ -77,6 +81,7 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.calls import backward_calls
+from fixer.analysis.field_stale_walks import FieldStaleWalk, field_stale_walks
 from fixer.analysis.premature_steps import premature_step
 from fixer.analysis.scopes import Scope, scopes
 from fixer.analysis.stale_forward import StaleWalk, stale_walks
@@ -95,10 +100,28 @@ class StepBetweenForwardAndBackward(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         if "step(" not in ctx.source:
             return
+        reported = set()
         for scope in scopes(ctx):
             for walk in stale_walks(ctx, scope):
                 if not _gan_cause(ctx, walk):
+                    reported.add(id(walk.backward.node))
                     yield self._report(ctx, walk, _later_step(ctx, scope, walk))
+        for walk in field_stale_walks(ctx):
+            if id(walk.backward.node) not in reported:
+                yield self._report_fields(ctx, walk)
+
+    def _report_fields(self, ctx: FileContext, walk: FieldStaleWalk) -> Diagnostic:
+        loss, forward, step = ctx.text(walk.backward.target), ctx.text(walk.forward), ctx.text(walk.step)
+        return self.diagnostic(
+            ctx,
+            walk.backward.node,
+            f"`{loss}` backpropagates through `{_short(forward)}` (line {walk.forward.lineno}, stored in a field), whose "
+            f"parameters `{step}` (line {walk.step.lineno}) changed in place after that forward, before this method runs: "
+            "the backward raises 'one of the variables needed for gradient computation has been modified by an "
+            "inplace operation'; run the forward again after the step, or backpropagate before it",
+            [],
+            Applicability.UNSAFE,
+        )
 
     def _report(self, ctx: FileContext, walk: StaleWalk, later: Optional[ast.stmt]) -> Diagnostic:
         loss, forward, step = ctx.text(walk.backward.target), ctx.text(walk.forward), ctx.text(walk.step.node)
