@@ -8,32 +8,20 @@ behaviour."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from fixer.engine import Options, process_source
-from fixer.registry import all_rules
+from tests.program_findings import findings, run_program
 
 PROGRAMS = Path(__file__).resolve().parent / "setup_graph_programs"
 BUG = PROGRAMS / "corpus_embedded_at_construction.py"
 LOOK_ALIKES = [PROGRAMS / "corpus_embedded_without_grad.py", PROGRAMS / "corpus_embedded_per_batch.py"]
 
 
-def _findings(path: Path) -> list:
-    result = process_source(str(path), path.read_bytes(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
-    assert not result.errors, result.errors
-    return result.diagnostics
-
-
-def _run(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120, env={"OMP_NUM_THREADS": "1", "PATH": ""})
-
 
 def test_a_field_filled_by_a_handed_module_and_served_by_a_generator_is_a_setup_graph() -> None:
-    found = _findings(BUG)
+    found = findings(BUG)
     assert [(d.code, d.line) for d in found] == [("GF110", 11)]
     assert "builds a graph once, when the object is set up" in found[0].message
     assert not found[0].fix
@@ -41,11 +29,11 @@ def test_a_field_filled_by_a_handed_module_and_served_by_a_generator_is_a_setup_
 
 @pytest.mark.parametrize("path", LOOK_ALIKES, ids=lambda p: p.stem)
 def test_the_field_built_without_recording_or_per_batch_is_left_alone(path: Path) -> None:
-    assert _findings(path) == []
+    assert findings(path) == []
 
 
 def test_the_programs_behave_as_claimed() -> None:
     pytest.importorskip("torch")
-    assert "backward through the graph a second time" in _run(BUG).stderr
-    outputs = {_run(path).stdout for path in LOOK_ALIKES}
+    assert "backward through the graph a second time" in run_program(BUG).stderr
+    outputs = {run_program(path).stdout for path in LOOK_ALIKES}
     assert len(outputs) == 1 and outputs.pop().strip()

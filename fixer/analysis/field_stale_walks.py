@@ -151,7 +151,8 @@ class _Run:
         return False
 
     def _backward(self, scope: Scope, call: BackwardCall, node: ast.Call) -> None:
-        for module, count, forward in self._records(scope, call.target, node, 0):
+        records = sorted(self._records(scope, call.target, node, 0), key=lambda r: (r[2].lineno, r[2].col_offset, r[0]))
+        for module, count, forward in records:  # (in source order: the message is the same on every run)
             if self.counts.get(module, 0) > count:
                 self.found.append(FieldStaleWalk(scope, call, forward, self.steps[module]))
                 return
