@@ -4,13 +4,14 @@ Finds an `nn.Module` whose `forward` stores a graph-carrying tensor on `self` (`
 recording on) and reads it again in the next call. A value computed with torch operations from an
 argument counts as graph-carrying when every call of the method in the file passes one
 (`self._update_memory(self.k(x), v)`, `lif(fc(x))`); an argument used only for its shape, dtype or
-device (`cache.type_as(x)`) does not.
+device (`cache.type_as(x)`) does not. The store may be in a helper method `forward` calls after
+reading the attribute (`self.remember(hidden)`: `fixer/analysis/helper_stores.py`).
 
 One training step is one call of the top-level `forward`: a state that another method of the
 class stores fresh, graph-free values into (`forward` calling `init_state()` before unrolling a
 `step` method, `if t == 0: self.init_attention()`) is reset at each sequence start and is not
 reported, unless that store is guarded by a test of the attribute itself (`if self.h is None:`,
-a lazy initialisation that runs once). A reset method the training code calls only outside the
+a lazy initialisation that runs once; also a test of another attribute the same `if` initialises). A reset method the training code calls only outside the
 loop around its backward calls (`model.memory.reset()` once per document, `loss.backward()` once
 per segment) resets nothing between two backwards, and the state is reported. The same holds for
 a reset through a flag: `forward` refilling the state under `if self.should_reset:` before any
@@ -67,6 +68,7 @@ from typing import Iterator
 
 from fixer.analysis.carried_shape import class_init_values, shape_of
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.helper_stores import helper_cached_states
 from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module, stores_graph
 from fixer.context import FileContext
 from fixer.edits.values import detached_text
@@ -87,7 +89,7 @@ class GraphCachedOnModule(Rule):
         return may_cache_on_module(data)
 
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
-        for state in cached_states(ctx):
+        for state in cached_states(ctx) + helper_cached_states(ctx):
             yield self._report(ctx, state)
 
     def _report(self, ctx: FileContext, state: CachedState) -> Diagnostic:

@@ -110,19 +110,24 @@ def cached_states(ctx: FileContext) -> list[CachedState]:
     return ctx.memo("cached_states", lambda: list(_find(ctx)))
 
 
-def _find(ctx: FileContext) -> Iterator[CachedState]:
+def class_methods_of_modules(ctx: FileContext) -> list[list[Scope]]:
+    """The methods (with a ``self``) of each ``nn.Module`` class of the file."""
     classes = module_classes(ctx)
     by_class: dict[int, list[Scope]] = {}
     for scope in scopes(ctx):
         if scope.class_node is not None and scope.class_node.name in classes and scope.self_name:
             by_class.setdefault(id(scope.class_node), []).append(scope)
-    for methods in by_class.values():
-        path = _forward_path(methods)
+    return list(by_class.values())
+
+
+def _find(ctx: FileContext) -> Iterator[CachedState]:
+    for methods in class_methods_of_modules(ctx):
+        path = forward_path(methods)
         for method in path:
             yield from _states_of(ctx, method, methods, path)
 
 
-def _forward_path(methods: list[Scope]) -> list[Scope]:
+def forward_path(methods: list[Scope]) -> list[Scope]:
     by_name = {m.node.name: m for m in methods}
     path = [by_name["forward"]] if "forward" in by_name else []
     for method in path:
@@ -142,11 +147,11 @@ def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list
             continue
         attr = name[len(prefix) :]
         stores = [(s, v) for s, v in defs if isinstance(s, ast.Assign) and v is not None and stores_graph(ctx, method, methods, v, s)]
-        stores = [(s, v) for s, v in stores if not _eval_only(ctx, s, method)]
-        if not stores or _managed(ctx, method, methods, path, attr):
+        stores = [(s, v) for s, v in stores if not eval_only(ctx, s, method)]
+        if not stores or managed(ctx, method, methods, path, attr):
             continue
-        reads = [r for r in _previous_call_reads(ctx, method, name, defs) if not _eval_only(ctx, r, method)]
-        outputs = [Feeding(ctx, method.body, ret.value, ret) for ret in _returns(method)]
+        reads = [r for r in _previous_call_reads(ctx, method, name, defs) if not eval_only(ctx, r, method)]
+        outputs = [Feeding(ctx, method.body, ret.value, ret) for ret in returned_values(method)]
         updates = [Feeding(ctx, method.body, v, s) for s, v in stores]
         to_output = next((r for r in reads if any(f.reaches(r) for f in outputs)), None)
         to_itself = next((r for r in reads if any(f.reaches(r) for f in updates)), None)
@@ -154,8 +159,8 @@ def _states_of(ctx: FileContext, method: Scope, methods: list[Scope], path: list
         if read is None:
             continue
         store = stores[0][0]
-        later = [r for r in _reads(method, name) if position(r) > position(store) and not contains(store, r) and not _exclusive(ctx, store, r)]
-        elsewhere = any(_reads(m, f"{m.self_name}.{attr}") for m in methods if m is not method)
+        later = [r for r in attribute_reads(method, name) if position(r) > position(store) and not contains(store, r) and not _exclusive(ctx, store, r)]
+        elsewhere = any(attribute_reads(m, f"{m.self_name}.{attr}") for m in methods if m is not method)
         feeding = tuple(r for r in reads if any(f.reaches(r) for f in outputs + updates))
         yield CachedState(method, attr, store, read, to_output is None and not elsewhere, elsewhere, bool(later), feeding, tuple(methods), tuple(stores))
 
@@ -171,7 +176,7 @@ def _exclusive(ctx: FileContext, store: ast.AST, read: ast.AST) -> bool:
     return False
 
 
-def _reads(method: Scope, name: str) -> list[ast.expr]:
+def attribute_reads(method: Scope, name: str) -> list[ast.expr]:
     return [
         n
         for n in scope_nodes(method)
@@ -185,16 +190,16 @@ def _previous_call_reads(ctx: FileContext, method: Scope, name: str, defs) -> li
     candidates = {id(a): a for s, _ in defs for a in [s, *ctx.ancestors(s)] if isinstance(a, ast.stmt) and a is not method.node}
     return [
         read
-        for read in sorted(_reads(method, name), key=position)
+        for read in sorted(attribute_reads(method, name), key=position)
         if not any(dominates(ctx, c, read) and surely_defines(c, name) for c in candidates.values())
     ]
 
 
-def _returns(method: Scope) -> list[ast.Return]:
+def returned_values(method: Scope) -> list[ast.Return]:
     return [n for n in scope_nodes(method) if isinstance(n, ast.Return) and n.value is not None]
 
 
-def _managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:
+def managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:
     """Another method (not construction) assigns the attribute, any method detaches/resets it, or
     code outside the class assigns it on an instance (``model.hidden = model.init_hidden()`` in the
     training loop, also in a file that imports the class). On the forward path, another method's
@@ -257,16 +262,20 @@ def _resets(ctx: FileContext, method: Scope, methods: list[Scope], name: str) ->
 
 
 def _guarded_by(ctx: FileContext, node: ast.AST, method: Scope, attr: str) -> bool:
-    """An ``if`` around ``node`` within ``method`` tests ``self.<attr>``."""
+    """An ``if`` around ``node`` within ``method`` tests ``self.<attr>``, or another attribute its
+    body initialises together with it (``if self.memory is None: self.memory = ...; self.boxes = ...``)."""
     for parent in ctx.ancestors(node):
         if parent is method.node:
             return False
-        if isinstance(parent, (ast.If, ast.While)) and f"{method.self_name}.{attr}" in names_in(parent.test):
-            return True
+        if isinstance(parent, (ast.If, ast.While)):
+            tested = names_in(parent.test)
+            stored = {dotted(t) for s in parent.body if isinstance(s, ast.Assign) for t in s.targets}
+            if f"{method.self_name}.{attr}" in tested or tested & stored - {None}:
+                return True
     return False
 
 
-def _eval_only(ctx: FileContext, node: ast.AST, method: Scope) -> bool:
+def eval_only(ctx: FileContext, node: ast.AST, method: Scope) -> bool:
     """Under ``if not self.training:`` (or its ``else`` of ``if self.training:``)."""
     child = node
     for parent in ctx.ancestors(node):
