@@ -125,6 +125,17 @@ def test_the_trial_judges_a_re_run(second: Summary, why) -> None:
     assert judge(_first(), second, FINDING) == why
 
 
+def test_a_gradient_that_vanishes_late_in_both_runs_is_no_loss() -> None:
+    """A saturated parameter (a clamp at its bound) gets no gradient at the last steps of either run:
+    the re-run did not cut it off. One graded lately by the first run and never by the re-run was."""
+    both = ("parameter 1 (4,)", "parameter 2 (1, 4)")
+    first = Outcome([], 0, 3, iterations=3, graded=frozenset(both), graded_lately=frozenset(both[:1]), direct=frozenset(both))
+    assert judge(first, _summary(graded=both, graded_lately=both[:1]), FINDING) is None
+    assert judge(first, _summary(graded=both[:1], graded_lately=both[:1]), FINDING) == (
+        "1 parameter(s) trained by the first run get no gradient now (parameter 2 (1, 4))"
+    )
+
+
 def test_a_new_finding_elsewhere_is_the_next_rounds_work() -> None:
     other = {**vars(FINDING), "line": 12, "evidence": []}
     assert judge(_first(), _summary(exit_code=1, stopped=False, findings=1, found=(other,)), FINDING) is None

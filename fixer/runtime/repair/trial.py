@@ -75,7 +75,10 @@ def judge(first: Outcome, second: Summary, finding: Finding) -> Optional[str]:
         return "the re-run's gradients hold NaN or infinite values"
     if second.steps < first.steps or second.iterations < first.iterations:
         return f"the re-run reached {second.steps} step(s) and {second.iterations} iteration(s), fewer than the first run"
-    trained = (set(first.graded) & set(first.direct)) - set(second.graded_lately)
+    # lost: graded lately in the first run but not in the re-run, or never graded in the re-run (a
+    # parameter whose gradient vanished late in both runs, a saturated clamp, is not a loss)
+    late_gap = set(first.graded_lately) | (set(first.graded) - set(second.graded))
+    trained = (set(first.graded) & set(first.direct) & late_gap) - set(second.graded_lately)
     lost = sorted(trained | (set(first.orphans) - set(second.direct)))
     if lost:
         return f"{len(lost)} parameter(s) trained by the first run get no gradient now ({', '.join(lost[:3])})"
