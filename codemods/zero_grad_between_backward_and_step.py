@@ -53,6 +53,7 @@ import ast
 from typing import Iterator
 
 from fixer.analysis.call_events import Event
+from fixer.analysis.passes import guarded_statement, movable_anywhere_in_pass
 from fixer.analysis.statement_moves import attached_start, movable, statement_lines
 from fixer.analysis.wiped_gradients import insertion_index, wiping_zero_grads
 from fixer.context import FileContext
@@ -79,14 +80,15 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             f"accumulated gradients, so each step applies the last batch's gradient only; zero the gradients "
             f"right after the step"
         )
-        statement = block[zero.index]
+        statement = block[zero.index]  # the call's statement, or the shared guard holding only it
+        inner = guarded_statement(ctx, statement)  # what moves under the step's guard (same test)
         holder = next(s for s in guard.body if isinstance(s, ast.Expr) and s.value is step.call)
         edits: list[Edit] = []
-        if movable(ctx, statement, ctx.parent(statement)) and movable(ctx, holder, guard):
+        if movable(ctx, statement, ctx.parent(statement)) and movable(ctx, inner, ctx.parent(inner)) and movable(ctx, holder, guard):
             start, end = statement_lines(ctx, statement, statement)
             at = ctx.line_end(holder.end_lineno)
             prefix = "" if ctx.source[:at].endswith(("\n", "\r")) else ctx.newline
-            text = ctx.indent_of(holder.lineno) + ctx.source[start:end].lstrip(" \t")
+            text = ctx.indent_of(holder.lineno) + ctx.source[slice(*statement_lines(ctx, inner, inner))].lstrip(" \t")
             edits = [Edit(start, end, ""), Edit(at, at, prefix + text)]
         return self.diagnostic(
             ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` after `{step_text}`"
@@ -102,7 +104,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         target = insertion_index(ctx, block, events, backward, objects, zero.owner)
         owner = ctx.parent(statement)
         edits: list[Edit] = []
-        if target is not None and movable(ctx, statement, owner) and movable(ctx, block[target], owner):
+        if target is not None and movable(ctx, statement, owner) and movable(ctx, block[target], owner) and movable_anywhere_in_pass(ctx, statement):
             start, end = statement_lines(ctx, statement, statement)
             at = attached_start(ctx, block[target])
             edits = [Edit(at, at, ctx.source[start:end]), Edit(start, end, "")]
