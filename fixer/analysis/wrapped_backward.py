@@ -26,6 +26,7 @@ from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall, backward_call
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
+from fixer.analysis.held_values import held_receiver
 from fixer.analysis.names import dotted
 from fixer.analysis.passes import guarded_unit, same_guard
 from fixer.analysis.scopes import Scope, enclosing_block
@@ -47,8 +48,8 @@ def merged_calls(ctx: FileContext, scope: Scope, first: BackwardCall, second: Ba
     block = enclosing_block(ctx, stmts[0])
     if block is None or not any(s is stmts[1] for s in block) or not same_guard(ctx, *stmts):
         return None
-    callee = called_function(ctx, scope, first.node.func)
-    if callee is None or called_function(ctx, scope, second.node.func) is not callee:
+    callee = called_function(ctx, scope, held_receiver(ctx, scope, first.node.func))
+    if callee is None or called_function(ctx, scope, held_receiver(ctx, scope, second.node.func)) is not callee:
         return None
     one, two = _bound(callee, first.node), _bound(callee, second.node)
     differing = [k for k in one or {} if two is not None and ctx.text(one[k]) != ctx.text(two[k])]
