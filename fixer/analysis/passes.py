@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.decided_tests import always_holds
 from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -38,7 +39,17 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
     """``node`` is a filter ``if`` of a loop (``child``, if given, is in its body, not its test)."""
     if not isinstance(node, ast.If) or child is not None and not any(child is s for s in node.body):
         return False
-    return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node)
+    return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node) or _always_true(ctx, node)
+
+
+def _always_true(ctx: FileContext, node: ast.If) -> bool:
+    """An ``if`` (no ``else``) of a pass (or of a guard there that selects passes) whose test the
+    loop decides true on every pass (decided_tests): it selects every pass, the trivial filter."""
+    child, holder = node, ctx.parent(node)
+    while isinstance(holder, ast.If) and is_pass_filter(ctx, holder, child):
+        child, holder = holder, ctx.parent(holder)  # inside a guard that itself selects passes
+    loop = holder if isinstance(holder, LOOP_TYPES) and any(child is s for s in holder.body) else None
+    return loop is not None and not node.orelse and always_holds(ctx, node.test, loop)
 
 
 def periodic_guard(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
