@@ -46,7 +46,7 @@ from typing import Iterator
 
 from fixer.analysis.call_events import Event
 from fixer.analysis.early_steps import early_steps
-from fixer.analysis.passes import guarded_statement, movable_anywhere_in_pass, same_guard
+from fixer.analysis.passes import guarded_statement, movable_across, same_guard
 from fixer.analysis.protocol import is_update_companion
 from fixer.analysis.statement_moves import movable, statement_lines
 from fixer.context import FileContext
@@ -81,7 +81,8 @@ class StepBeforeBackward(Rule):
         owner = ctx.parent(block[step.index])
         edits: list[Edit] = []
         moved = block[step.index : last + 1]
-        if all(movable(ctx, s, owner) and movable_anywhere_in_pass(ctx, s) for s in moved) and movable(ctx, block[after], owner):
+        crossed = block[last + 1 : after + 1]
+        if all(movable(ctx, s, owner) and movable_across(ctx, s, crossed) for s in moved) and movable(ctx, block[after], owner):
             start, end = statement_lines(ctx, block[step.index], block[last])
             at = ctx.line_end(block[after].end_lineno)
             text = ctx.source[start:end]

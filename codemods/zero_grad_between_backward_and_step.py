@@ -53,7 +53,7 @@ import ast
 from typing import Iterator
 
 from fixer.analysis.call_events import Event
-from fixer.analysis.passes import guarded_statement, movable_anywhere_in_pass
+from fixer.analysis.passes import guarded_statement, movable_across
 from fixer.analysis.statement_moves import attached_start, movable, statement_lines
 from fixer.analysis.wiped_gradients import insertion_index, wiping_zero_grads
 from fixer.context import FileContext
@@ -104,7 +104,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         target = insertion_index(ctx, block, events, backward, objects, zero.owner)
         owner = ctx.parent(statement)
         edits: list[Edit] = []
-        if target is not None and movable(ctx, statement, owner) and movable(ctx, block[target], owner) and movable_anywhere_in_pass(ctx, statement):
+        while target is not None and target <= backward.index and not movable_across(ctx, statement, block[target : zero.index]):
+            target += 1  # a guarded zero_grad stays after what rebinds its test's names
+        if target is not None and target <= backward.index and movable(ctx, statement, owner) and movable(ctx, block[target], owner):
             start, end = statement_lines(ctx, statement, statement)
             at = attached_start(ctx, block[target])
             edits = [Edit(at, at, ctx.source[start:end]), Edit(start, end, "")]

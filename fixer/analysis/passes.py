@@ -145,15 +145,16 @@ def same_guard(ctx: FileContext, a: ast.stmt, b: ast.stmt) -> bool:
     return _tests(ctx, a) == _tests(ctx, b)
 
 
-def movable_anywhere_in_pass(ctx: FileContext, unit: ast.stmt) -> bool:
-    """``unit`` may move anywhere in its pass: no shared guard, or nothing in the loop changes what
-    its tests read (a group's tests are stable only from its first guard to its last)."""
+def movable_across(ctx: FileContext, unit: ast.stmt, span: list[ast.stmt]) -> bool:
+    """``unit`` may move across the statements ``span`` of its pass: no shared guard, or nothing
+    there changes what its tests read (a group's tests are stable only from its first guard to its
+    last, ``inputs = inputs * 2.0`` may change ``inputs is not None``)."""
     tests, inner = [], unit
     while isinstance(inner, ast.If) and len(inner.body) == 1 and _shared_guard(ctx, inner):
         tests.append(inner.test)
         inner = inner.body[0]
     loop = loop_of_pass(ctx, enclosing_pass(ctx, unit)) if tests else None
-    return not tests or loop is not None and all(_stable(loop, test, _declared_global(ctx)) for test in tests)
+    return not tests or loop is not None and all(_stable(loop, test, _declared_global(ctx), span) for test in tests)
 
 
 def _tests(ctx: FileContext, unit: ast.stmt) -> list[str]:
