@@ -30,7 +30,9 @@ def always_holds(ctx: FileContext, test: ast.expr, loop: ast.AST) -> bool:
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)):
         return False
     left, op, right = test.left, test.ops[0], test.comparators[0].value
-    rebound = {n.id for s in loop.body for n in walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    if not isinstance(op, (ast.Eq, ast.GtE, ast.IsNot)):
+        return False
+    rebound = ctx.memo(("loop_rebound", id(loop)), lambda: {n.id for s in loop.body for n in walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)})
     counter = _counter(loop)
     if counter is not None and counter not in rebound:
         if isinstance(op, ast.Eq) and _is_int(right, 0) and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod):

@@ -95,14 +95,20 @@ def _peers(ctx: FileContext, node: ast.AST) -> list[ast.If]:
     """The shared guards that run exactly when ``node`` does (itself among them), or none: in a
     pass's body, those of its stable test; one level in (``if c: if train: opt.step()``), the
     lone guards of its test that its guard's peers hold, when nothing in the loop rebinds it."""
-    holder = ctx.parent(node)
     if not isinstance(node, ast.If) or node.orelse:
         return []
+    return ctx.memo(("shared_guard_peers", id(node)), lambda: _find_peers(ctx, node))
+
+
+def _find_peers(ctx: FileContext, node: ast.If) -> list[ast.If]:
+    holder = ctx.parent(node)
     if isinstance(holder, ast.If) and len(holder.body) == 1 and not holder.orelse:
         outer = _peers(ctx, holder)
         test = ast.dump(node.test, annotate_fields=False)
         inner = [g.body[0] for g in outer if len(g.body) == 1 and isinstance(g.body[0], ast.If) and not g.body[0].orelse]
         inner = [g for g in inner if ast.dump(g.test, annotate_fields=False) == test]
+        if len(inner) < 2:
+            return []
         loop = loop_of_pass(ctx, enclosing_pass(ctx, holder) or [])
         stable = loop is not None and _filters(loop, node) and _stable(loop, node.test, _declared_global(ctx))
         return inner if stable and len(inner) > 1 else []
