@@ -70,7 +70,8 @@ from fixer.analysis.calls import BackwardCall
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit
-from fixer.rule import Applicability, Diagnostic, Edit, Rule
+from fixer.edits.statements import delete_statement
+from fixer.rule import Applicability, Diagnostic, Rule
 
 
 class RepeatedBackward(Rule):
@@ -163,8 +164,8 @@ class RepeatedBackward(Rule):
         """Delete the later backward's statement (when it stands alone on its lines)."""
         name = ctx.text(call.target)
         stmt = ctx.statement_of(later.node)
-        own = isinstance(stmt, ast.Expr) and stmt.value is later.node and ctx.is_own_line(stmt)
-        edits = [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), "")] if own else []
+        deleted = delete_statement(ctx, stmt, keep_comment=False) if isinstance(stmt, ast.Expr) and stmt.value is later.node else None
+        edits = [deleted] if deleted is not None else []
         return self.diagnostic(
             ctx, later.node, f"`{name}` {why}", edits, Applicability.UNSAFE, title=f"Delete the extra `{name}` backward"
         )

@@ -85,6 +85,7 @@ from fixer.analysis.shared_graph import Origin
 from fixer.analysis.wrapped_backward import merged_calls
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit
+from fixer.edits.statements import delete_statement
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
@@ -143,8 +144,8 @@ def _merge(rule: Rule, ctx: FileContext, pair: SharedPair) -> Diagnostic:
     receiver = chain[host].node.func.value
     start, end = ctx.span(receiver)
     grouped = ctx.source[start - 1 : start] == "(" and ctx.source[end : end + 1] == ")"  # `(a * 0.5).backward()`
-    edits = [Edit(start, end, total if grouped else f"({total})")]
-    edits += [_delete_line(ctx, s) for i, s in enumerate(stmts) if i != host]
+    deleted = [delete_statement(ctx, s) for i, s in enumerate(stmts) if i != host]
+    edits = [Edit(start, end, total if grouped else f"({total})"), *deleted] if None not in deleted else []
     names = ", ".join(f"`{ctx.text(c.target)}`" for c in chain)
     return rule.diagnostic(
         ctx,
@@ -187,7 +188,8 @@ def _across_calls(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall
     function that only backpropagates a linear image of the argument they differ in."""
     first, second = (f"`{ctx.text(c.node)}`" if c.kind == "call" else f"`{ctx.text(c.target)}.backward()`" for c in (call, partner))
     summed = merged_calls(ctx, scope, call, partner)
-    if summed is not None:
+    deleted = delete_statement(ctx, ctx.statement_of(partner.node)) if summed is not None else None
+    if deleted is not None:
         total = " + ".join(_operand(ctx, a, i) for i, a in enumerate(summed))
         return rule.diagnostic(
             ctx,
@@ -195,7 +197,7 @@ def _across_calls(rule: Rule, ctx: FileContext, scope: Scope, call: BackwardCall
             f"{first} and {second} backpropagate through the shared graph of {_describe(ctx, origins)}; the first "
             f"frees it and the second raises 'backward through the graph a second time'. The function only "
             f"backpropagates its argument: call it once with the sum `{total}`",
-            [Edit(*ctx.span(summed[0]), total), _delete_line(ctx, ctx.statement_of(partner.node))],
+            [Edit(*ctx.span(summed[0]), total), deleted],
             Applicability.SAFE,
             title=f"Backpropagate `{total}` in one call",
         )
@@ -219,11 +221,3 @@ def _operand(ctx: FileContext, target: ast.expr, index: int) -> str:
     text = ctx.text(target)
     keep = isinstance(target, ATOMS) or (isinstance(target, ast.BinOp) and not isinstance(target.op, (ast.Add, ast.Sub)))
     return text if keep or (index == 0 and isinstance(target, ast.BinOp)) else f"({text})"
-
-
-def _delete_line(ctx: FileContext, stmt: ast.stmt) -> Edit:
-    """Remove the statement's lines, keeping a trailing comment as a line of its own."""
-    start, end = ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno)
-    tail = ctx.source[ctx.offset(stmt.end_lineno, stmt.end_col_offset) : end].strip()
-    text = f"{ctx.indent_of(stmt.lineno)}{tail}{ctx.newline}" if tail.startswith("#") else ""
-    return Edit(start, end, text)

@@ -46,6 +46,7 @@ from typing import Iterator
 
 from fixer.analysis.call_events import Event
 from fixer.analysis.early_steps import early_steps
+from fixer.analysis.passes import guarded_statement, movable_across, same_guard
 from fixer.analysis.protocol import is_update_companion
 from fixer.analysis.statement_moves import movable, statement_lines
 from fixer.context import FileContext
@@ -72,14 +73,16 @@ class StepBeforeBackward(Rule):
             f"come one step late; step after the backward"
         )
         last = step.index
-        while last + 1 < backward.index and is_update_companion(ctx, block[last + 1]):
+        while last + 1 < backward.index and is_update_companion(ctx, guarded_statement(ctx, block[last + 1])) and same_guard(ctx, block[step.index], block[last + 1]):
             last += 1
         after = backward.index
         while after + 1 < len(block) and _prepares_gradients(ctx, block[after + 1]):
             after += 1
         owner = ctx.parent(block[step.index])
         edits: list[Edit] = []
-        if all(movable(ctx, stmt, owner) for stmt in block[step.index : last + 1]) and movable(ctx, block[after], owner):
+        moved = block[step.index : last + 1]
+        crossed = block[last + 1 : after + 1]
+        if all(movable(ctx, s, owner) and movable_across(ctx, s, crossed) for s in moved) and movable(ctx, block[after], owner):
             start, end = statement_lines(ctx, block[step.index], block[last])
             at = ctx.line_end(block[after].end_lineno)
             text = ctx.source[start:end]

@@ -77,6 +77,7 @@ from fixer.analysis.loop_subgraphs import (
     BuiltOnce,
     built_once_graphs,
     first_use_statement,
+    holder_bindings,
     method_bound_names,
     only_backward_in,
     original_unneeded,
@@ -143,7 +144,8 @@ class SubgraphBuiltBeforeLoop(Rule):
             if edits and found.band_aid and only_backward_in(ctx, loop):  # nothing else needs the graph kept
                 edits += [remove_keyword(ctx, c.node, "retain_graph") for c in found.calls if c.flag("retain_graph") is True]
             if edits:
-                safety = Applicability.SAFE if recompute == "pure" else Applicability.UNSAFE
+                constructs = any(isinstance(h.value, ast.Call) for h in holder_bindings(ctx, scope, found) or [])
+                safety = Applicability.SAFE if recompute == "pure" and not constructs else Applicability.UNSAFE
                 return self.diagnostic(ctx, stmt, f"{message}; recompute `{name}` in the loop", edits, safety,
                                        title=f"Recompute `{name}` inside the loop")
         if not updates_leaves(ctx, graph, scope, stmt.value, loop) and all(c.kind != "call" for c in found.calls):
@@ -182,16 +184,17 @@ def _recompute_edits(ctx: FileContext, scope: Scope, found: BuiltOnce) -> list[E
     """Insert the assignment before the loop statement holding the first use; delete the original
     when nothing outside the loop reads it."""
     stmt, loop = found.stmt, found.loop
-    target = first_use_statement(ctx, found)
-    if target is None or target.lineno == loop.lineno or not ctx.is_own_line(target) or not ctx.is_own_line(stmt):
+    target = first_use_statement(ctx, scope, found)
+    holders = holder_bindings(ctx, scope, found)  # out = {"loss": loss}: rebuilt after it
+    if target is None or holders is None or target.lineno == loop.lineno or not all(ctx.is_own_line(s) for s in [target, stmt, *holders]):
         return []
     old, new = ctx.indent_of(stmt.lineno), ctx.indent_of(target.lineno)
-    lines = ctx.lines[stmt.lineno - 1 : stmt.end_lineno]
+    lines = [line for s in [stmt, *holders] for line in ctx.lines[s.lineno - 1 : s.end_lineno]]
     text = "".join(new + line[len(old):] if line.startswith(old) else line for line in lines)
     if not text.endswith(("\n", "\r")):
         text += ctx.newline
     edits = [Edit(ctx.line_start(target.lineno), ctx.line_start(target.lineno), text)]
-    if original_unneeded(ctx, scope, found):  # else copied
+    if original_unneeded(ctx, scope, found):  # else copied (a holder's binding reads it)
         edits.append(Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), ""))
     return edits
 

@@ -66,6 +66,7 @@ import ast
 from typing import Iterator, Optional
 
 from fixer.analysis.call_events import Event
+from fixer.analysis.passes import guarded_statement, movable_across
 from fixer.analysis.repeated_zero_grads import RepeatedZeroGrad, move_after_step, repeated_zero_grads, reported_call
 from fixer.analysis.statement_moves import attached_start, movable, statement_lines
 from fixer.analysis.wiped_gradients import already_zeroed, insertion_index, wiping_zero_grads
@@ -96,14 +97,15 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             f"accumulated gradients, so each step applies the last batch's gradient only; zero the gradients "
             f"right after the step"
         )
-        statement = block[zero.index]
+        statement = block[zero.index]  # the call's statement, or the shared guard holding only it
+        inner = guarded_statement(ctx, statement)  # what moves under the step's guard (same test)
         holder = next(s for s in guard.body if isinstance(s, ast.Expr) and s.value is step.call)
         edits: list[Edit] = []
-        if movable(ctx, statement, ctx.parent(statement)) and movable(ctx, holder, guard):
+        if movable(ctx, statement, ctx.parent(statement)) and movable(ctx, inner, ctx.parent(inner)) and movable(ctx, holder, guard):
             start, end = statement_lines(ctx, statement, statement)
             at = ctx.line_end(holder.end_lineno)
             prefix = "" if ctx.source[:at].endswith(("\n", "\r")) else ctx.newline
-            text = ctx.indent_of(holder.lineno) + ctx.source[start:end].lstrip(" \t")
+            text = ctx.indent_of(holder.lineno) + ctx.source[slice(*statement_lines(ctx, inner, inner))].lstrip(" \t")
             edits = [Edit(start, end, ""), Edit(at, at, prefix + text)]
         return self.diagnostic(
             ctx, zero.call, message, edits, Applicability.UNSAFE, title=f"Move `{zero_text}` after `{step_text}`"
@@ -119,7 +121,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         )
         move = move_after_step(ctx, found)
         edits = []
-        if move is not None and (taken := delete_statement(ctx, move.zero)) is not None:
+        if move is not None and (taken := delete_statement(ctx, move.zero, keep_comment=False)) is not None:
             keywords = ", ".join(ctx.text(k) for k in found.zero.call.keywords)
             edits = [taken, insert_after(ctx, move.anchor, f"{move.receiver}.zero_grad({keywords})")]
         return self.diagnostic(ctx, at, message, edits, Applicability.UNSAFE, title=f"Move `{zero}` after `{step}`")
@@ -137,7 +139,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         target = insertion_index(ctx, block, events, backward, objects, zero.owner)
         owner = ctx.parent(statement)
         edits: list[Edit] = []
-        if target is not None and movable(ctx, statement, owner) and movable(ctx, block[target], owner):
+        while target is not None and target <= backward.index and not movable_across(ctx, statement, block[target : zero.index]):
+            target += 1  # a guarded zero_grad stays after what rebinds its test's names
+        if target is not None and target <= backward.index and movable(ctx, statement, owner) and movable(ctx, block[target], owner):
             start, end = statement_lines(ctx, statement, statement)
             at = attached_start(ctx, block[target])
             edits = [Edit(at, at, ctx.source[start:end]), Edit(start, end, "")]

@@ -27,7 +27,7 @@ from fixer.analysis.held_values import held_attribute
 from fixer.analysis.imported_definitions import imported_definition_matches
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.object_fields import object_class
-from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.passes import guarded_statement, is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
 from fixer.context import FileContext
 
@@ -115,8 +115,7 @@ def _scope_events(ctx: FileContext, scope: Scope, through_calls: bool, depth: in
 def _alone_in(ctx: FileContext, holder: ast.stmt, call: ast.Call) -> bool:
     """``holder`` is the call's own statement, or a shared guard holding only it (``if c: opt.step()``,
     which moves as a whole with its guard)."""
-    while isinstance(holder, ast.If) and len(holder.body) == 1 and is_pass_filter(ctx, holder, holder.body[0]):
-        holder = holder.body[0]
+    holder = guarded_statement(ctx, holder)
     return isinstance(holder, ast.Expr) and holder.value is call
 
 

@@ -7,7 +7,9 @@ that value, positioned at the read (its text is the read's), when the holder's o
 binding is that literal or construction, nothing stores into or through the holder in the scope
 (nor passes it to a call; a dict or tuple may not have a method called on it either), and the
 stored name has the same reaching bindings at the read as at the store. Otherwise None: a holder
-that may have changed yields no fact. ``held_attribute`` answers the same for a dotted name.
+that may have changed yields no fact. ``held_attribute`` answers the same for a dotted name,
+``held_receiver`` for the receiver of a method call (``out["scaler"].backward(loss)`` calls
+``scaler.backward``).
 
 The holder may be a field of the method's own object (``self.out["loss"]`` after ``self.out =
 {"loss": loss}`` in the same method): then also no method of that object may run in between (nor
@@ -36,6 +38,23 @@ def held_name(ctx: FileContext, scope: Scope, read: ast.expr) -> Optional[ast.Na
     if isinstance(read, ast.Subscript) and not isinstance(read.slice, ast.Constant):
         return None
     return ctx.memo(("held_name", id(read)), lambda: _resolve(ctx, scope, read))
+
+
+def held_receiver(ctx: FileContext, scope: Scope, func: ast.expr) -> ast.expr:
+    """A called method whose receiver is read back from a holder (``out["scaler"].backward`` after
+    ``out = {"scaler": scaler}``) as the method of the name it holds (``scaler.backward``, at the
+    read), so that the callee is the held object's; ``func`` itself otherwise."""
+    if not isinstance(func, ast.Attribute) or held_name(ctx, scope, func.value) is None:
+        return func
+
+    def compute() -> ast.expr:
+        held = held_name(ctx, scope, func.value)
+        method = ast.copy_location(ast.Attribute(value=held, attr=func.attr, ctx=ast.Load()), func)
+        ctx.set_parent(method, ctx.parent(func))
+        ctx.set_parent(held, method)
+        return method
+
+    return ctx.memo(("held_receiver", id(func)), compute)
 
 
 def _holder(scope: Scope, node: ast.expr) -> Optional[str]:

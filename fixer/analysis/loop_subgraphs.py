@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names
+from fixer.analysis.names import dotted
 from fixer.analysis.built_before_loop import body_nodes, built_before, recompute_kind, updates_leaves
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, frees_graph
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.held_values import held_name
 from fixer.analysis.graph_reuse import derived_names, innermost_loop, inside, reaches, repeats_per_iteration
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import Scope, scope_nodes, scopes
@@ -74,10 +76,33 @@ def _gan_step_in(ctx: FileContext, loop: ast.AST) -> bool:
     return any(loop.lineno <= line <= loop.end_lineno for line in lines)
 
 
-def first_use_statement(ctx: FileContext, found: BuiltOnce) -> Optional[ast.stmt]:
-    """The statement of the loop body holding the first read of the value, inside the passes a
-    filter selects when the filter's test does not read it."""
+def holder_bindings(ctx: FileContext, scope: Scope, found: BuiltOnce) -> Optional[list[ast.Assign]]:
+    """The bindings of the holders through which the loop reads the value (``out = {"loss": loss}``
+    before the loop, read as ``out["loss"]``, held_values): rebuilt with it, after it; None when
+    one is not a statement of the value's own block after it."""
+    block = getattr(ctx.parent(found.stmt), "body", [])
+    found_at = next((i for i, s in enumerate(block) if s is found.stmt), None)
+    bindings: list[ast.Assign] = []
+    for read in _held_reads(ctx, scope, found):
+        defs = facts(ctx, scope).reaching(dotted(read.value) or "", read)
+        at = next((i for i, s in enumerate(block) if len(defs) == 1 and s is defs[0][0]), None)
+        if found_at is None or at is None or at <= found_at or not isinstance(block[at], ast.Assign):
+            return None
+        if all(b is not block[at] for b in bindings):
+            bindings.append(block[at])
+    return sorted(bindings, key=lambda b: b.lineno)
+
+
+def _held_reads(ctx: FileContext, scope: Scope, found: BuiltOnce) -> list[ast.expr]:
+    return [n for n in body_nodes(ctx, found.loop) if isinstance(n, (ast.Subscript, ast.Attribute))
+            and isinstance(n.ctx, ast.Load) and (held := held_name(ctx, scope, n)) is not None and held.id == found.name]
+
+
+def first_use_statement(ctx: FileContext, scope: Scope, found: BuiltOnce) -> Optional[ast.stmt]:
+    """The statement of the loop body holding the first read of the value (or of a holder of it),
+    inside the passes a filter selects when the filter's test does not read it."""
     uses = [n for n in body_nodes(ctx, found.loop) if isinstance(n, ast.Name) and n.id == found.name and isinstance(n.ctx, ast.Load)]
+    uses += _held_reads(ctx, scope, found)
     target = next((s for s in found.loop.body if any(u is s or inside(ctx, u, s) for u in uses)), None)
     while is_pass_filter(ctx, target) and not any(inside(ctx, u, target.test) for u in uses):
         target = next((s for s in target.body if any(u is s or inside(ctx, u, s) for u in uses)), None)

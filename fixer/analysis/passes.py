@@ -17,13 +17,17 @@ around the backward, again around the step) run together or not at all when noth
 can change what the test reads (only names and constants, none bound or handed to a call in the
 loop). On the passes the test selects they run as if unguarded, and the passes it skips run none
 of them: each is a filter of the selected passes too (``is_pass_filter``), though the pass's other
-statements run on every pass."""
+statements run on every pass. One level in, the same holds for the lone guards such guards hold
+(``if c: if train: loss.backward()`` beside ``if c: if train: opt.step()``) when nothing in the loop
+rebinds their test. A shared guard holding one statement stands for it (``guarded_statement``)
+and moves or goes with it (``guarded_unit``)."""
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
 
+from fixer.analysis.decided_tests import always_holds
 from fixer.analysis.scopes import statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -35,7 +39,17 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
     """``node`` is a filter ``if`` of a loop (``child``, if given, is in its body, not its test)."""
     if not isinstance(node, ast.If) or child is not None and not any(child is s for s in node.body):
         return False
-    return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node)
+    return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node) or _always_true(ctx, node)
+
+
+def _always_true(ctx: FileContext, node: ast.If) -> bool:
+    """An ``if`` (no ``else``) of a pass (or of a guard there that selects passes) whose test the
+    loop decides true on every pass (decided_tests): it selects every pass, the trivial filter."""
+    child, holder = node, ctx.parent(node)
+    while isinstance(holder, ast.If) and is_pass_filter(ctx, holder, child):
+        child, holder = holder, ctx.parent(holder)  # inside a guard that itself selects passes
+    loop = holder if isinstance(holder, LOOP_TYPES) and any(child is s for s in holder.body) else None
+    return loop is not None and not node.orelse and always_holds(ctx, node.test, loop)
 
 
 def periodic_guard(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
@@ -72,28 +86,90 @@ def _in_pass_of(ctx: FileContext, node: ast.stmt, loop: ast.AST) -> bool:
 
 
 def _shared_guard(ctx: FileContext, node: ast.If) -> bool:
-    """``node`` is one of several guards with the same stable, many-pass test in a pass's body."""
-    block = ctx.parent(node)
-    block = getattr(block, "body", None) if block is not None else None
+    """``node`` is one of several guards with the same stable, many-pass test in a pass's body,
+    or alone in the body of such a guard whose peers each hold only a guard of its test."""
+    return len(_peers(ctx, node)) > 1
+
+
+def _peers(ctx: FileContext, node: ast.AST) -> list[ast.If]:
+    """The shared guards that run exactly when ``node`` does (itself among them), or none: in a
+    pass's body, those of its stable test; one level in (``if c: if train: opt.step()``), the
+    lone guards of its test that its guard's peers hold, when nothing in the loop rebinds it."""
+    if not isinstance(node, ast.If) or node.orelse:
+        return []
+    return ctx.memo(("shared_guard_peers", id(node)), lambda: _find_peers(ctx, node))
+
+
+def _find_peers(ctx: FileContext, node: ast.If) -> list[ast.If]:
+    holder = ctx.parent(node)
+    if isinstance(holder, ast.If) and len(holder.body) == 1 and not holder.orelse:
+        outer = _peers(ctx, holder)
+        test = ast.dump(node.test, annotate_fields=False)
+        inner = [g.body[0] for g in outer if len(g.body) == 1 and isinstance(g.body[0], ast.If) and not g.body[0].orelse]
+        inner = [g for g in inner if ast.dump(g.test, annotate_fields=False) == test]
+        if len(inner) < 2:
+            return []
+        loop = loop_of_pass(ctx, enclosing_pass(ctx, holder) or [])
+        stable = loop is not None and _filters(loop, node) and _stable(loop, node.test, _declared_global(ctx))
+        return inner if stable and len(inner) > 1 else []
+    block = getattr(holder, "body", None) if holder is not None else None
     loop = loop_of_pass(ctx, block) if block else None
-    return loop is not None and any(node is g for g in shared_guards(loop, block, _declared_global(ctx)))
+    if loop is None:
+        return []
+    test = ast.dump(node.test, annotate_fields=False)
+    group = [g for g in shared_guards(loop, block, _declared_global(ctx)) if ast.dump(g.test, annotate_fields=False) == test]
+    return group if any(node is g for g in group) else []
+
+
+def enclosing_pass(ctx: FileContext, guard: ast.If) -> list[ast.stmt]:
+    """The pass's body that holds ``guard`` through lone nested guards (``guard`` itself there)."""
+    while isinstance(holder := ctx.parent(guard), ast.If) and len(holder.body) == 1:
+        guard = holder
+    return getattr(ctx.parent(guard), "body", [])
 
 
 def guarded_unit(ctx: FileContext, stmt: ast.stmt) -> ast.stmt:
-    """``stmt``, or the shared guard that holds only it (``if i % k == 0: loss.backward()``): the
-    statement that moves, or goes, with it."""
+    """``stmt``, or the shared guard that holds only it (``if i % k == 0: loss.backward()``, also
+    through nested shared guards): the statement that moves, or goes, with it."""
     parent = ctx.parent(stmt)
-    if isinstance(parent, ast.If) and len(parent.body) == 1 and parent.body[0] is stmt and not parent.orelse and _shared_guard(ctx, parent):
-        return parent
+    while isinstance(parent, ast.If) and len(parent.body) == 1 and parent.body[0] is stmt and not parent.orelse and _shared_guard(ctx, parent):
+        stmt, parent = parent, ctx.parent(parent)
     return stmt
 
 
-def same_guard(a: ast.stmt, b: ast.stmt) -> bool:
+def guarded_statement(ctx: FileContext, stmt: ast.stmt) -> ast.stmt:
+    """What ``stmt`` runs on the passes it runs: the one statement of a filter or shared guard
+    holding only it (``if i % k == 0: opt.step()``: ``opt.step()``), recursively; else ``stmt``."""
+    while isinstance(stmt, ast.If) and len(stmt.body) == 1 and is_pass_filter(ctx, stmt, stmt.body[0]):
+        stmt = stmt.body[0]
+    return stmt
+
+
+def same_guard(ctx: FileContext, a: ast.stmt, b: ast.stmt) -> bool:
     """Two units (``guarded_unit``) run in the same passes: both unguarded, or both shared guards
-    with the same test."""
-    if isinstance(a, ast.If) != isinstance(b, ast.If):
-        return False
-    return not isinstance(a, ast.If) or ast.dump(a.test, annotate_fields=False) == ast.dump(b.test, annotate_fields=False)
+    with the same tests, nested alike."""
+    return _tests(ctx, a) == _tests(ctx, b)
+
+
+def movable_across(ctx: FileContext, unit: ast.stmt, span: list[ast.stmt]) -> bool:
+    """``unit`` may move across the statements ``span`` of its pass: no shared guard, or nothing
+    there changes what its tests read (a group's tests are stable only from its first guard to its
+    last, ``inputs = inputs * 2.0`` may change ``inputs is not None``)."""
+    tests, inner = [], unit
+    while isinstance(inner, ast.If) and len(inner.body) == 1 and _shared_guard(ctx, inner):
+        tests.append(inner.test)
+        inner = inner.body[0]
+    loop = loop_of_pass(ctx, enclosing_pass(ctx, unit)) if tests else None
+    return not tests or loop is not None and all(_stable(loop, test, _declared_global(ctx), span) for test in tests)
+
+
+def _tests(ctx: FileContext, unit: ast.stmt) -> list[str]:
+    """The tests of the shared guards ``unit`` is made of, outermost first."""
+    tests = []
+    while isinstance(unit, ast.If) and len(unit.body) == 1 and _shared_guard(ctx, unit):
+        tests.append(ast.dump(unit.test, annotate_fields=False))
+        unit = unit.body[0]
+    return tests
 
 
 def _declared_global(ctx: FileContext) -> frozenset[str]:

@@ -155,7 +155,7 @@ def mergeable_chain(ctx: FileContext, scope: Scope, first: BackwardCall, later: 
     block = enclosing_block(ctx, unit)
     for other in later:
         stmt = backward_unit(ctx, other)
-        if block is None or not any(s is stmt for s in block) or not _plain(other) or not same_guard(unit, stmt):
+        if block is None or not any(s is stmt for s in block) or not _plain(other) or not same_guard(ctx, unit, stmt):
             break
         if not any(shared_saving_origins(ctx, scope, c, other) for c in chain) or same_value(ctx, scope, chain[-1], other):
             break

@@ -393,6 +393,8 @@ def backwarded_again_after_loop(ctx: FileContext, scope: Scope, first: BackwardC
     if len(at_first) != 1 or at_first[0][1] is None or not at_second or at_second[0][0] is not at_first[0][0]:
         return False
     definition = at_first[0][0]
-    parent = ctx.parent(first_stmt)
-    return ctx.parent(definition) is parent and _same_field(parent, definition, first_stmt) and (
-        isinstance(parent, LOOPS) or is_pass_filter(ctx, parent, first_stmt))  # each (selected) pass
+    unit, parent = first_stmt, ctx.parent(first_stmt)
+    while ctx.parent(definition) is not parent and is_pass_filter(ctx, parent, unit):
+        unit, parent = parent, ctx.parent(parent)  # ``if j % 1 == 0: loss.backward()``: every pass the value is built
+    return ctx.parent(definition) is parent and _same_field(parent, definition, unit) and (
+        isinstance(parent, LOOPS) or is_pass_filter(ctx, parent, unit))  # each (selected) pass

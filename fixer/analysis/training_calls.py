@@ -22,6 +22,7 @@ from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_posi
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.held_values import held_receiver
 from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
 from fixer.analysis.imported_definitions import imported_definition_matches, imported_step_names
@@ -45,7 +46,7 @@ def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
         for node in scope_nodes(scope):
             if not isinstance(node, ast.Call) or backward_call(ctx, node) is not None:
                 continue  # ``self.manual_backward(loss)`` is a backward call already
-            name = dotted(node.func) or ""
+            name = dotted(held_receiver(ctx, scope, node.func)) or ""
             if name.rsplit(".", 1)[-1] in local or name.partition(".")[0] in imported and imported_definition_matches(ctx, node.func, STEP_CALL):
                 candidates.append(node)
         if len(candidates) < 2:  # one call matters only once per pass of a loop around it
@@ -78,7 +79,7 @@ def steps_optimizer(ctx: FileContext, scope: Scope, call: BackwardCall) -> bool:
 
 
 def training_call(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[BackwardCall]:
-    callee = called_function(ctx, scope, call.func)
+    callee = called_function(ctx, scope, held_receiver(ctx, scope, call.func))
     if callee is None or callee.node is scope.node or isinstance(callee.node, ast.Module):
         return None
     fed = fed_parameters(callee)

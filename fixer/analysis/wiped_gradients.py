@@ -12,7 +12,7 @@ import ast
 from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.early_steps import early_step_lines
-from fixer.analysis.passes import is_pass_filter
+from fixer.analysis.passes import guarded_statement, is_pass_filter, same_guard
 from fixer.analysis.call_events import Event, block_events
 from fixer.analysis.protocol import (
     blocks,
@@ -82,7 +82,7 @@ def _wiping_accumulation(ctx: FileContext, block: list[ast.stmt], events: list[E
         if zero.kind != "zero_grad" or not zero.direct or zero.conditional or zero.call.args or _keyword_other_than_set_to_none(zero.call):
             continue
         later = [e for e in events if e.index > zero.index] + [e for e in events if cyclic and e.index < zero.index]
-        if not any(e.kind == "step" and _accumulation_guard(block[e.index], e.call) and not is_pass_filter(ctx, block[e.index]) for e in later):
+        if not any(e.kind == "step" and _guard_of(ctx, block, e) is not None for e in later):
             continue  # cheap structural gate before any ownership analysis; a shared guard runs on every selected pass
         if not any(e.kind == "backward" and not e.conditional and _fills_grads_now(e) for e in later):
             continue
@@ -95,9 +95,9 @@ def _wiping_accumulation(ctx: FileContext, block: list[ast.stmt], events: list[E
         if steps[0].index < zero.index and not cyclic:
             continue
         step = steps[0]
-        guard = block[step.index]
-        if not _accumulation_guard(guard, step.call) or not is_plain_step(step):
-            continue
+        guard = _guard_of(ctx, block, step)
+        if guard is None or not same_guard(ctx, block[zero.index], block[step.index]) or not is_plain_step(step):
+            continue  # the fix moves the zero_grad under the step's guard: both under one test or none
         first = min((e.index for e in later if e.kind == "backward" and e.index < step.index), default=None)
         if first is None or any(e.kind == "backward" and e.index == step.index for e in events):
             continue  # the guard backpropagates before its step: the step uses that, not an accumulated sum
@@ -119,13 +119,21 @@ def _fills_grads_now(backward: Event) -> bool:
     return backward.spelling != "owner" or isinstance(func, ast.Attribute) and func.attr == "manual_backward"
 
 
-def _accumulation_guard(guard: ast.stmt, step: ast.Call) -> bool:
-    """``if (i + 1) % k == 0: ... step()``: the step is in the body (no else) of an ``if`` whose test
-    is a modulo compared with zero, directly as one of the body's statements."""
-    if not isinstance(guard, ast.If) or guard.orelse:
-        return False
-    if not any(isinstance(s, ast.Expr) and s.value is step for s in guard.body):
-        return False
+def _guard_of(ctx: FileContext, block: list[ast.stmt], step: Event) -> Optional[ast.If]:
+    """The accumulation guard around ``step``: ``if (i + 1) % k == 0: ... step()`` as the block's
+    statement, or alone under a shared guard there (``if c: if (i + 1) % k == 0: ...``), with the
+    step directly one of its body's statements; not itself a filter (a shared guard runs on every
+    selected pass)."""
+    guard = guarded_statement(ctx, block[step.index])
+    if not isinstance(guard, ast.If) or guard.orelse or is_pass_filter(ctx, guard):
+        return None
+    if not any(isinstance(s, ast.Expr) and s.value is step.call for s in guard.body):
+        return None
+    return guard if _accumulation_guard(guard) else None
+
+
+def _accumulation_guard(guard: ast.If) -> bool:
+    """The test is a modulo compared with zero."""
     test = guard.test
     return (
         isinstance(test, ast.Compare)

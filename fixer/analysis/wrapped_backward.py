@@ -11,7 +11,8 @@ false: merging calls is then not proven.
 
 ``merged_calls(ctx, scope, first, second)``: the two arguments to sum when two step calls
 (``training_calls``) of one such callee on one receiver differ only in that argument and nothing
-between them touches gradients or rebinds what they read.
+between them touches gradients or rebinds what they read; each may sit alone under a shared guard
+of one test (passes.guarded_unit), which runs both or neither.
 
 ``backward_wrapper_argument(ctx, scope, call)``: the argument of a call of a function whose whole
 body is ``parameter.backward()``."""
@@ -25,7 +26,9 @@ from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall, backward_call
 from fixer.analysis.gradient_effects import Effect, gradient_effect
 from fixer.analysis.graph import facts
+from fixer.analysis.held_values import held_receiver
 from fixer.analysis.names import dotted
+from fixer.analysis.passes import guarded_unit, same_guard
 from fixer.analysis.scopes import Scope, enclosing_block
 from fixer.analysis.statement_moves import is_docstring
 from fixer.context import FileContext
@@ -41,11 +44,12 @@ def merged_calls(ctx: FileContext, scope: Scope, first: BackwardCall, second: Ba
     stmts = [ctx.statement_of(c.node) for c in (first, second)]
     if not all(isinstance(s, ast.Expr) and ctx.is_own_line(s) for s in stmts) or stmts[0] is stmts[1]:
         return None
+    stmts = [guarded_unit(ctx, s) for s in stmts]  # ``if c: f(a)``, ``if c: f(b)`` under one shared test
     block = enclosing_block(ctx, stmts[0])
-    if block is None or not any(s is stmts[1] for s in block):
+    if block is None or not any(s is stmts[1] for s in block) or not same_guard(ctx, *stmts):
         return None
-    callee = called_function(ctx, scope, first.node.func)
-    if callee is None or called_function(ctx, scope, second.node.func) is not callee:
+    callee = called_function(ctx, scope, held_receiver(ctx, scope, first.node.func))
+    if callee is None or called_function(ctx, scope, held_receiver(ctx, scope, second.node.func)) is not callee:
         return None
     one, two = _bound(callee, first.node), _bound(callee, second.node)
     differing = [k for k in one or {} if two is not None and ctx.text(one[k]) != ctx.text(two[k])]

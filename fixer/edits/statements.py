@@ -1,13 +1,15 @@
 """Adding a statement on a line of its own, in the indentation of the statement it goes before
 or after (or of a function's first statement); a statement moved one level in under a ``with``
-(``torch.no_grad()``), moved before or after another (``zero_grad()``), or deleted (a premature
-``step()``)."""
+(``torch.no_grad()``), or moved before or after another (``zero_grad()``); a statement deleted
+(a premature ``step()``), with the shared guard that holds only it (``if i % k == 0: loss.backward()``)."""
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
 
+from fixer.analysis.passes import guarded_unit
+from fixer.analysis.scopes import enclosing_block
 from fixer.analysis.statement_moves import attached_start, is_docstring
 from fixer.context import FileContext
 from fixer.rule import Edit
@@ -46,15 +48,9 @@ def move_edits(ctx: FileContext, stmt: ast.stmt, anchor: ast.stmt, after: bool =
         return None
     if anchor.lineno <= stmt.lineno <= (anchor.end_lineno or anchor.lineno):
         return None
+    removed = Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.lineno), "")
     text = ctx.text(stmt)
-    return [delete_statement(ctx, stmt), insert_after(ctx, anchor, text) if after else insert_before(ctx, anchor, text)]
-
-
-def delete_statement(ctx: FileContext, stmt: ast.stmt) -> Optional[Edit]:
-    """``stmt``'s lines taken out; None when it shares a line with another statement."""
-    if not ctx.is_own_line(stmt):
-        return None
-    return Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno or stmt.lineno), "")
+    return [removed, insert_after(ctx, anchor, text) if after else insert_before(ctx, anchor, text)]
 
 
 def insert_at_top(ctx: FileContext, function: ast.AST, line: str) -> list[Edit]:
@@ -66,3 +62,17 @@ def insert_at_top(ctx: FileContext, function: ast.AST, line: str) -> list[Edit]:
         return []
     at = attached_start(ctx, first)
     return [Edit(at, at, f"{ctx.indent_of(first.lineno)}{line}{ctx.newline}")]
+
+
+def delete_statement(ctx: FileContext, stmt: ast.stmt, keep_comment: bool = True) -> Optional[Edit]:
+    """Remove ``stmt``'s lines, or those of the shared guard holding only it (passes.guarded_unit:
+    the guard alone would be left without a body), keeping a trailing comment as a line of its
+    own (``keep_comment``); None when it shares its lines or is the only statement of its block."""
+    unit = guarded_unit(ctx, stmt)
+    block = enclosing_block(ctx, unit)
+    if not ctx.is_own_line(unit) or not block or all(s is unit for s in block):
+        return None
+    start, end = ctx.line_start(unit.lineno), ctx.line_end(unit.end_lineno)
+    tail = ctx.source[ctx.offset(unit.end_lineno, unit.end_col_offset) : end].strip()
+    text = f"{ctx.indent_of(unit.lineno)}{tail}{ctx.newline}" if keep_comment and tail.startswith("#") else ""
+    return Edit(start, end, text)
