@@ -31,12 +31,12 @@ BACKWARD_LIBRARIES = ("accelerate.", "lightning.", "lightning_fabric.", "pytorch
 
 @dataclass(frozen=True)
 class BackwardCall:
-    node: ast.Call
+    node: ast.expr  # the call; for a "helper" one, also the field read that hands back a freed graph
     target: ast.expr  # the tensor backpropagated from (the loss); a tuple/list for several
     kind: str  # "method", "autograd.backward", "autograd.grad", "owner" (accelerator.backward), "scaler"
 
     def keyword(self, name: str) -> Optional[ast.keyword]:
-        return next((k for k in self.node.keywords if k.arg == name), None)
+        return next((k for k in getattr(self.node, "keywords", ()) if k.arg == name), None)
 
     def flag(self, name: str) -> Optional[bool]:
         """Value of a constant keyword (``retain_graph=True`` -> True); None if absent or not constant."""
