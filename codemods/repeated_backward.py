@@ -153,10 +153,13 @@ class RepeatedBackward(Rule):
         )
 
     def _delete_returned(self, ctx: FileContext, call: BackwardCall, later: BackwardCall, inner: BackwardCall) -> Diagnostic:
-        helper = ctx.text(call.node.func)
+        if isinstance(call.node, ast.Call):
+            source = f"what `{ctx.text(call.node.func)}` returns after backpropagating it"
+        else:  # loss = trainer.loss: a field the method that stores it backpropagates
+            source = f"the field `{ctx.text(call.node)}`, which the method that stores it backpropagates"
         return self._delete_later(
             ctx, call, later,
-            f"is what `{helper}` returns after backpropagating it (its line {inner.node.lineno}); this call walks "
+            f"is {source} (its line {inner.node.lineno}); this call walks "
             f"that freed graph again and raises 'backward through the graph a second time'. Delete it",
         )
 

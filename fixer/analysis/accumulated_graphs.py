@@ -26,12 +26,15 @@ from fixer.analysis.accumulations import (
 from fixer.analysis.calls import BACKWARD_TEXT, training_call_text
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
+from fixer.analysis.importers import project_constructions
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.numeric_totals import full_reduction, numeric_use, scalar_loss
 from fixer.analysis.reported import evaluation_loop, fed_by_graph
 from fixer.analysis.scopes import Scope, scope_nodes
-from fixer.analysis.training_regions import calls_training_method, framework_training_step, frees_graphs_in, returns_backpropagated
+from fixer.analysis.training_regions import calls_training_method, framework_training_step, frees_graphs_in, instance_method, returns_backpropagated, training_methods
 from fixer.context import FileContext
+
+MAX_DEPTH = 2  # training methods followed to find an optimizer step
 
 
 class Accumulated(NamedTuple):
@@ -74,7 +77,7 @@ def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
         if evaluation_only:
             evaluation = True
         elif frees_graphs_in(ctx, scope, iteration) or (framework_step and iteration is scope.node):
-            if escapes(ctx, scope, graph, accumulator) and not _may_update_parameters(ctx, scope, iteration):
+            if (escapes(ctx, scope, graph, accumulator) or _returned_by_owners(ctx, scope, accumulator)) and not _may_update_parameters(ctx, scope, iteration):
                 continue  # a function that backpropagates but trains nothing (its backward takes a derivative) returns the sum it asked for
             evaluation = False
         elif evaluation_loop(ctx, scope, graph, stmt, accumulator, value, is_accumulation_of):
@@ -101,11 +104,39 @@ def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
         yield Accumulated(stmt, accumulator, [part], False, "item" if scalar and numeric and not evaluation else "detach")
 
 
-def _may_update_parameters(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
-    """The function may step an optimizer: a call of ``step`` on anything (an optimizer we cannot
-    resolve counts too), a training method the region calls, or a framework's step. A function that
-    backpropagates with none of these does it to take a derivative (``x.grad`` of a collocation
-    point), and a sum it returns is what its caller asked for."""
-    if framework_training_step(scope) or calls_training_method(ctx, scope, region):
+def _may_update_parameters(ctx: FileContext, scope: Scope, region: ast.AST, depth: int = MAX_DEPTH) -> bool:
+    """The function may step an optimizer: a call of ``step`` on anything but an object of a project
+    class whose ``step`` method does not (an optimizer we cannot resolve counts), a training method
+    the region calls that may (past ``depth``, any), or a framework's step. A function that backpropagates with none of these does it to take a derivative
+    (``x.grad`` of a collocation point), and a sum it returns is what its caller asked for."""
+    if framework_training_step(scope):
         return True
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" for n in scope_nodes(scope))
+    steps = [n for n in scope_nodes(scope) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"]
+    called = [instance_method(ctx, scope, n.func) for n in steps] + list(training_methods(ctx, scope, region))
+    return any(m is None or depth == 0 or _may_update_parameters(m.ctx or ctx, m, m.node, depth - 1) for m in called)
+
+
+def _returned_by_owners(ctx: FileContext, scope: Scope, accumulator: str) -> bool:
+    """A total on ``self`` (``self.weighted += ...``) whose every object, in the whole project, is
+    made by a function that trains nothing, used there only through its attributes and methods, and
+    whose field it reads back into what it returns: the total lives for one call of that function,
+    which hands it to its caller as a returned sum. Unknown constructions answer False."""
+    head, _, field = accumulator.partition(".")
+    if scope.class_node is None or head != scope.self_name or not field or "." in field:
+        return False
+    made = project_constructions(ctx, scope.class_node)
+    if not made:
+        return False
+    for home, owner, call in made:
+        name = home.parent(call).targets[0].id
+        if isinstance(owner.node, ast.Module) or _may_update_parameters(home, owner, owner.node):
+            return False
+        if not _only_through_attributes(home, owner, name) or not escapes(home, owner, facts(home, owner), f"{name}.{field}"):
+            return False
+    return True
+
+
+def _only_through_attributes(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """Every read of ``name`` in the scope is ``name.<attribute>``: the object is never passed on."""
+    reads = [n for n in scope_nodes(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    return all(isinstance(ctx.parent(n), ast.Attribute) for n in reads)

@@ -31,12 +31,12 @@ BACKWARD_LIBRARIES = ("accelerate.", "lightning.", "lightning_fabric.", "pytorch
 
 @dataclass(frozen=True)
 class BackwardCall:
-    node: ast.Call
+    node: ast.expr  # the call; for a "helper" one, also the field read that hands back a freed graph
     target: ast.expr  # the tensor backpropagated from (the loss); a tuple/list for several
     kind: str  # "method", "autograd.backward", "autograd.grad", "owner" (accelerator.backward), "scaler"
 
     def keyword(self, name: str) -> Optional[ast.keyword]:
-        return next((k for k in self.node.keywords if k.arg == name), None)
+        return next((k for k in getattr(self.node, "keywords", ()) if k.arg == name), None)
 
     def flag(self, name: str) -> Optional[bool]:
         """Value of a constant keyword (``retain_graph=True`` -> True); None if absent or not constant."""
@@ -329,15 +329,23 @@ def backpropagates_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     inside = region is scope.node
     if backward_calls(ctx, scope) if inside else backward_calls_in(ctx, scope, region):
         return True
+    return any(_training_helper_calls(ctx, scope, region))
+
+
+def backpropagating_nodes(ctx: FileContext, scope: Scope) -> list[ast.AST]:
+    """Where the scope backpropagates: its backward calls, and its calls of a function of this
+    file that makes one (``train_step(model, x)``, ``trainer.step()``)."""
+    return [c.node for c in backward_calls(ctx, scope)] + list(_training_helper_calls(ctx, scope, scope.node))
+
+
+def _training_helper_calls(ctx: FileContext, scope: Scope, region: ast.AST) -> Iterator[ast.Call]:
     if not training_functions(ctx) or not ctx.mentions(region, training_call_text(ctx)):
-        return False
-    nodes = scope_nodes(scope) if inside else [n for n in walk(region)]
-    for node in nodes:
+        return
+    for node in scope_nodes(scope) if region is scope.node else walk(region):
         if isinstance(node, ast.Call):
             callee = called_function(ctx, scope, node.func, imported=False)
             if callee is not None and callee.node is not scope.node and backward_calls(callee.ctx or ctx, callee):
-                return True
-    return False
+                yield node
 
 
 def training_functions(ctx: FileContext) -> set[str]:

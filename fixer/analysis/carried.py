@@ -25,11 +25,11 @@ from typing import Iterator, Optional
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.carried_shape import initial_value, shape_of
 from fixer.analysis.carried_guards import carries_graph, cut_somewhere, inplace_alias_cut, invariant_definitions, reset_by_call_before
-from fixer.analysis.carried_flow import Feeding, always_runs, blocks_around, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, runs_on_every_pass, blocks_around, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.object_fields import RESETS, field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class
-from fixer.analysis.passes import is_pass_filter, pass_body
+from fixer.analysis.passes import pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.importers import project_call_sites
 from fixer.analysis.call_sites import argument_of, parameter_position
@@ -77,14 +77,16 @@ def iterations(ctx: FileContext, scope: Scope) -> list[Iteration]:
         stmt = ctx.statement_of(call.node)
         loops = enclosing_loops(ctx, stmt, scope)
         if loops:
-            if _backprops_every_pass(ctx, stmt, loops[0], calls):
+            if runs_on_every_pass(ctx, stmt, loops[0], [c.node for c in calls]):
                 found.setdefault(id(loops[0]), Iteration(loops[0], call, False))
-        elif (scope.self_name or carrying_parameters(ctx, scope)) and always_runs(ctx, stmt, scope.node):
+        elif (scope.self_name or carrying_parameters(ctx, scope)) and (
+            always_runs(ctx, stmt, scope.node) or runs_on_every_pass(ctx, stmt, scope.node, [c.node for c in calls])
+        ):
             found.setdefault(id(scope.node), Iteration(scope.node, call, True))
     for call in training_calls(ctx, scope):  # a loop whose every pass calls a step function
         stmt = ctx.statement_of(call.node)
         loops = enclosing_loops(ctx, stmt, scope)
-        if loops and id(loops[0]) not in found and _backprops_every_pass(ctx, stmt, loops[0], calls):
+        if loops and id(loops[0]) not in found and runs_on_every_pass(ctx, stmt, loops[0], [c.node for c in calls]):
             found[id(loops[0])] = Iteration(loops[0], call, False)
     return list(found.values())
 
@@ -114,26 +116,6 @@ def _carried_by_caller(ctx: FileContext, scope: Scope, name: str) -> bool:
         if caller is not scope and isinstance(argument, ast.Name):
             if any(v.name == argument.id for v in carried_values(own, caller)):
                 return True
-    return False
-
-
-def _backprops_every_pass(ctx: FileContext, stmt: ast.stmt, loop: ast.AST, calls: list[BackwardCall]) -> bool:
-    """The backward runs on every pass of ``loop``: between them lie only ``with`` blocks, ``try``
-    bodies and ``if``/``else`` whose other branch backpropagates too
-    (``if use_optimizer: loss.backward() else: loss.sum().backward()``)."""
-    child = stmt
-    for parent in ctx.ancestors(stmt):
-        if parent is loop:
-            return any(child is s for s in loop.body)
-        if is_pass_filter(ctx, parent, child):
-            pass  # every pass the loop's filter selects
-        elif isinstance(parent, ast.If):
-            other = parent.orelse if any(child is s for s in parent.body) else parent.body
-            if not any(contains(s, c.node) for s in other for c in calls):
-                return False
-        elif not (isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body):
-            return False
-        child = parent
     return False
 
 

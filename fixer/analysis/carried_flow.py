@@ -230,3 +230,24 @@ def blocks_around(ctx: FileContext, stmt: ast.AST) -> list[tuple[tuple[int, int]
             break
         child = parent
     return spans
+
+
+def runs_on_every_pass(ctx: FileContext, stmt: ast.stmt, region: ast.AST, alternatives: list[ast.AST]) -> bool:
+    """``stmt`` (or one of ``alternatives``) runs on every pass of ``region``, a loop or a
+    function's body: between them lie only ``with`` blocks, ``try`` bodies, the loop's filters
+    and ``if``/``else`` whose other branch holds an alternative too (``if use_sum:
+    loss.sum().backward() else: loss.mean().backward()``)."""
+    child = stmt
+    for parent in ctx.ancestors(stmt):
+        if parent is region:
+            return any(child is s for s in region.body)
+        if is_pass_filter(ctx, parent, child):
+            pass  # every pass the loop's filter selects
+        elif isinstance(parent, ast.If):
+            other = parent.orelse if any(child is s for s in parent.body) else parent.body
+            if not any(contains(s, a) for s in other for a in alternatives):
+                return False
+        elif not (isinstance(parent, (ast.With, ast.AsyncWith)) or isinstance(parent, ast.Try) and child in parent.body):
+            return False
+        child = parent
+    return False

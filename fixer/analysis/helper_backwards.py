@@ -11,12 +11,15 @@ import ast
 import re
 from typing import Optional
 
+from fixer.analysis.call_sites import field_instance, holds_instance
 from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall, backward_calls, retains_graph, training_call_text, training_functions
 from fixer.analysis.carried_flow import always_runs
+from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.imported_definitions import imported_step_names
+from fixer.analysis.loop_reach import stored_from_outside
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
@@ -59,8 +62,13 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
     if not _may_call_steps(ctx, scope):
         return found
     for node in scope_nodes(scope):
-        stmt = ctx.parent(node) if isinstance(node, ast.Call) else None
+        stmt = ctx.parent(node) if isinstance(node, (ast.Call, ast.Attribute)) else None
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
+            continue
+        if isinstance(node, ast.Attribute):
+            kept = _field_backpropagated(ctx, scope, node)
+            if kept is not None and dotted(stmt.targets[0]):
+                found[BackwardCall(node, stmt.targets[0], "helper")] = (ctx, *kept)
             continue
         found_helper = _step_helper(ctx, scope, node)
         if found_helper is None:
@@ -133,7 +141,37 @@ def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int
         names.add(value.id)
     if len(names) != 1:
         return None
-    name = names.pop()
+    return _freed_at_end(ctx, helper, names.pop())
+
+
+def _field_backpropagated(ctx: FileContext, scope: Scope, read: ast.Attribute) -> Optional[tuple[Scope, BackwardCall]]:
+    """``loss = trainer.loss`` (``self.last = self.micro.loss``): ``trainer`` holds an instance of a class of this file whose one
+    method that stores the field (``__init__`` does not, nor any code outside the class) stores it
+    and then backpropagates and frees it on every call: whatever the read finds is a freed graph.
+    (The method, its backward call.)"""
+    if read.attr in stored_from_outside(ctx):
+        return None
+    for cls in (n for n in ctx.tree.body if isinstance(n, ast.ClassDef)):
+        writes = attribute_writes(ctx, cls).get(read.attr, [])
+        methods = {id(w.method.node): w.method for w in writes}
+        if len(methods) != 1 or writes[0].method.node.name == "__init__" or not _holds(ctx, scope, read.value, cls):
+            continue
+        method = writes[0].method
+        inner = _freed_at_end(ctx, method, f"{method.self_name}.{read.attr}")
+        return (method, inner) if inner is not None else None
+    return None
+
+
+def _holds(ctx: FileContext, scope: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:
+    """``receiver`` (``trainer``, ``self.micro``) holds an instance of ``cls``."""
+    if isinstance(receiver, ast.Name):
+        return holds_instance(ctx, scope, receiver.id, cls)
+    return scope.self_name is not None and field_instance(ctx, scope, receiver, cls)
+
+
+def _freed_at_end(ctx: FileContext, helper: Scope, name: str) -> Optional[BackwardCall]:
+    """The helper's backward call of ``name`` that frees its graph, a statement of the helper's own
+    body that nothing rebinds ``name`` after."""
     graph = facts(ctx, helper)
     for inner in backward_calls(ctx, helper):
         stmt = ctx.statement_of(inner.node)

@@ -10,8 +10,8 @@ every iteration and is not followed, nor a field any code other than ``__init__`
 
 ``iteration_backwards(ctx)``: the backward calls that run, and free their graph, in every
 iteration of a loop: in the loop's body, or in a function or method the loop calls that
-backpropagates on every call (a step function, ``trainer.step()``), with the objects its
-parameters hold. ``read_fields(ctx, scope, exprs, rebound, bound)``: the fields (class,
+backpropagates on every call (a step function, ``trainer.step()``, or one that calls such a
+method on every call), with the objects its parameters hold. ``read_fields(ctx, scope, exprs, rebound, bound)``: the fields (class,
 attribute) whose values flow into ``exprs`` through local names, the return values of the methods
 they call and the objects they hold. ``methods_run(ctx, scope, loop)``: the methods the loop's
 body runs, at any depth. ``stored_from_outside(ctx)``: attributes some code stores on an object
@@ -36,6 +36,7 @@ from fixer.context import FileContext
 from fixer.nodes import walk
 
 MAX_CALL_DEPTH = 4  # methods followed from the loop into the objects it calls
+MAX_STEP_DEPTH = 2  # calls followed from the loop to a backward that runs on every call
 
 Field = tuple[int, str]  # (id of the class node, attribute)
 Bound = dict[str, ast.ClassDef]  # parameter -> the class of the object it holds
@@ -81,9 +82,26 @@ def _through_step_calls(ctx: FileContext, scope: Scope, loop: ast.AST) -> list[I
         callee = callee_method(ctx, scope, node.func, rebound, {})
         if callee is None or callee.node is scope.node:
             continue
-        bound = tuple(_bindings(ctx, scope, node, callee, rebound, {}).items())
-        for call in _every_call_backwards(ctx, callee):
-            found.append(IterationBackward(scope, loop, callee, call, bound))
+        bound = _bindings(ctx, scope, node, callee, rebound, {})
+        for inner, call, held in _backwards_per_call(ctx, callee, bound, MAX_STEP_DEPTH):
+            found.append(IterationBackward(scope, loop, inner, call, tuple(held.items())))
+    return found
+
+
+def _backwards_per_call(ctx: FileContext, function: Scope, bound: Bound, depth: int) -> list[tuple[Scope, BackwardCall, Bound]]:
+    """The backward calls that run, and free their graph, on every call of ``function``: its own,
+    or else those of the functions and methods it calls on every call (``train_step(trainer)``
+    running ``trainer.step(batch)``), ``depth`` calls deep, each with the objects its parameters hold."""
+    found = [(function, call, bound) for call in _every_call_backwards(ctx, function)]
+    if found or depth <= 1:
+        return found
+    names = local_names(function)
+    for node in scope_nodes(function):
+        if not isinstance(node, ast.Call) or enclosing_loops(ctx, ctx.statement_of(node), function) or not always_runs(ctx, node, function.node):
+            continue
+        inner = callee_method(ctx, function, node.func, names, bound)
+        if inner is not None and inner.node is not function.node:
+            found += _backwards_per_call(ctx, inner, _bindings(ctx, function, node, inner, names, bound), depth - 1)
     return found
 
 

@@ -29,6 +29,7 @@ from fixer.analysis.carried_flow import (
     surely_defines,
 )
 from fixer.analysis.bindings import module_classes
+from fixer.analysis.call_sites import field_instance
 from fixer.analysis.flag_resets import SETUP, reset_may_run_between_backwards, reset_through_flag
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers, project_constructions
@@ -355,6 +356,13 @@ def _tensor_op(ctx: FileContext, call: ast.Call, self_name: str, helpers: set[st
     return False
 
 
+def _held_instance_call(ctx: FileContext, scope: Scope, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """``self.lif(x)`` in a method whose object holds an instance of ``cls`` in that field."""
+    func = call.func
+    return bool(scope.self_name) and isinstance(func, ast.Attribute) and dotted(func.value) == scope.self_name \
+        and field_instance(ctx, scope, func, cls)
+
+
 def _graph_argument(ctx: FileContext, method: Scope, methods: list[Scope], index: int, name: str) -> bool:
     """Every call of ``method`` found in this file (for ``forward``, also through the instances
     the files importing the class construct) passes a graph-carrying value at ``index``."""
@@ -367,7 +375,8 @@ def _graph_argument(ctx: FileContext, method: Scope, methods: list[Scope], index
             for t in a.targets
         }
         for scope in scopes(ctx):
-            calls += [(ctx, scope, n) for n in scope_nodes(scope) if isinstance(n, ast.Call) and dotted(n.func) in instances]
+            calls += [(ctx, scope, n) for n in scope_nodes(scope) if isinstance(n, ast.Call) and (
+                dotted(n.func) in instances or _held_instance_call(ctx, scope, n, method.class_node))]
         for own, _, construction in project_constructions(ctx, method.class_node) or []:
             if own is not ctx:
                 instance = own.parent(construction).targets[0].id

@@ -2,8 +2,9 @@
 
 ``reset_between_backwards(ctx, method)`` is False only when it is proven that it does not: every
 use of the method's name in the file is a call statement ``<object>.method()`` in a function (or
-the module) that backpropagates itself, none of them inside the innermost loop around any of that
-function's backward calls, and one of those backward calls is in a loop. A document loop that
+the module) that backpropagates itself or through a step function of this file it calls
+(``train_step(model, x)``, ``trainer.step()``), none of them inside the innermost loop around any
+of those backward or step calls, and one of them is in a loop. A document loop that
 resets a memory (``model.attn.reset_memory()``) around a segment loop that backpropagates every
 segment leaves the memory carried from one segment's backward to the next. True otherwise:
 a reset called from elsewhere (another method, a callback) may run between any two backwards."""
@@ -13,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from fixer.analysis.call_sites import uses_of
-from fixer.analysis.calls import backward_calls
+from fixer.analysis.calls import backpropagating_nodes
 from fixer.analysis.scopes import enclosing_loops
 from fixer.context import FileContext
 
@@ -36,11 +37,11 @@ def _between(ctx: FileContext, method: str) -> bool:
             return True
         if isinstance(node.value, ast.Name) and node.value.id == scope.self_name:
             return True  # called by the object's own methods
-        calls = backward_calls(ctx, scope)
-        if not calls:
+        points = backpropagating_nodes(ctx, scope)
+        if not points:
             return True
-        for call in calls:
-            loops = enclosing_loops(ctx, call.node, scope)
+        for point in points:
+            loops = enclosing_loops(ctx, point, scope)
             if loops and any(a is loops[0] for a in ctx.ancestors(statement)):
                 return True
             looped = looped or bool(loops)

@@ -204,14 +204,16 @@ def _escaping_values(ctx, scope, graph, node, local: set[str]) -> Iterator[tuple
                 yield argument, f"is passed to `{dotted(func) or 'a function'}` after the backward", True
 
 
+MAX_RETURN_DEPTH = 2  # callers that return a helper's result in turn, followed this far up
 READING_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "detach", "size", "dim", "numel"})
 
 
-def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bool:
+def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int], depth: int = MAX_RETURN_DEPTH) -> bool:
     """``scope`` is a plain function used only by calls of this file, each dropping its result or
     binding it (or its element ``slot`` of a returned tuple) to names that the caller reads only
-    for numbers (``loss.item()``, ``print(loss)``, ``float(loss)``): no caller can backpropagate
-    through it."""
+    for numbers (``loss.item()``, ``print(loss)``, ``float(loss)``) or returns in turn to callers
+    that do (``return loss``, ``return model, loss``: followed ``depth`` functions up): no caller
+    can backpropagate through it."""
 
     def compute() -> bool:
         node = scope.node
@@ -232,11 +234,25 @@ def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int]) -> bo
                 return False  # stored on an object or in a container
             targets = [t.elts[slot] if slot is not None and isinstance(t, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in t.elts) and slot < len(t.elts) else t for t in stmt.targets]
             bound = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
-            if not all(read_for_numbers(ctx, n) for n in scope_nodes(caller) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)):
+            reads = [n for n in scope_nodes(caller) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)]
+            if not all(read_for_numbers(ctx, n) or _returned_to_readers(ctx, caller, n, depth) for n in reads):
                 return False
         return True
 
-    return ctx.memo(("callers_only_read", id(scope.node), slot), compute)
+    return ctx.memo(("callers_only_read", id(scope.node), slot, depth), compute)
+
+
+def _returned_to_readers(ctx: FileContext, caller: Scope, read: ast.Name, depth: int) -> bool:
+    """``read`` is the caller's whole result, or one element of its returned tuple, and the
+    caller's own callers only read that for numbers."""
+    parent = ctx.parent(read)
+    if depth <= 0 or not isinstance(parent, (ast.Return, ast.Tuple)):
+        return False
+    if isinstance(parent, ast.Return):
+        return callers_only_read(ctx, caller, None, depth - 1)
+    outer = ctx.parent(parent)
+    slot = next(i for i, e in enumerate(parent.elts) if e is read)
+    return isinstance(outer, ast.Return) and outer.value is parent and callers_only_read(ctx, caller, slot, depth - 1)
 
 
 def _field_for_numbers(ctx: FileContext, scope: Scope, stmt: ast.stmt, target: ast.Attribute) -> bool:

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 from fixer.analysis.arguments import bound_arguments, parameters
 from fixer.analysis.calls import BackwardCall, backward_call, backward_calls, frees_graph, imported_training_methods, optimizer_calls, training_functions
-from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_position, position, statement_effect
+from fixer.analysis.carried_flow import Feeding, always_runs, contains, end_position, position, runs_on_every_pass, statement_effect
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.graph import Kind, facts
@@ -169,9 +169,18 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
         and not enclosing_loops(ctx, ctx.statement_of(c.node), callee)
         and (always_runs(ctx, c.node, callee.node) or _parameter_guard(ctx, callee, c) is not None)
     ]
-    if not every or any(c.kind == "autograd.grad" for c in calls):
+    if any(c.kind == "autograd.grad" for c in calls):
         return None
-    backward = every[0]
+    if every:
+        return _fed_by(ctx, callee, every[0])
+    # one backward in each branch of an if/else: one runs on every call; a parameter is fed when each walks it
+    every = [c for c in calls if runs_on_every_pass(ctx, ctx.statement_of(c.node), callee.node, [o.node for o in calls])]
+    if len(every) < 2 or any(not frees_graph(c) or c.kind not in ("method", "autograd.backward") for c in every):
+        return None
+    return frozenset.intersection(*(_fed_by(ctx, callee, c) for c in every))
+
+
+def _fed_by(ctx: FileContext, callee: Scope, backward: BackwardCall) -> frozenset[str]:
     stmt = ctx.statement_of(backward.node)
     feeding = Feeding(ctx, callee.node.body, backward.target, stmt)
     nodes = [n for n in scope_nodes(callee) if hasattr(n, "lineno") and position(n) <= end_position(stmt)]

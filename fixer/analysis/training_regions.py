@@ -6,7 +6,7 @@ the loss it backpropagated), or it is a ``LightningModule``'s ``training_step``.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Iterator, Optional
 
 from fixer.analysis.calls import backpropagates_in, backward_calls, backward_calls_in
 from fixer.analysis.graph import Kind, facts
@@ -26,7 +26,7 @@ def frees_graphs_in(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
     return not calls or any(c.kind != "autograd.grad" or c.flag("create_graph") is False for c in calls)
 
 
-def _instance_method(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[Scope]:
+def instance_method(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[Scope]:
     """The method ``agent.update`` runs, when ``agent`` only ever holds an instance of one class
     of the project (``Agent(...)`` of this file or imported from another)."""
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or func.value.id == scope.self_name:
@@ -36,20 +36,24 @@ def _instance_method(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional
 
 
 def calls_training_method(ctx: FileContext, scope: Scope, region: ast.AST) -> bool:
+    return any(training_methods(ctx, scope, region))
+
+
+def training_methods(ctx: FileContext, scope: Scope, region: ast.AST) -> Iterator[Scope]:
+    """The methods of project instances that backpropagate which the region calls."""
     nodes = scope_nodes(scope) if region is scope.node else walk(region)
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            method = _instance_method(ctx, scope, node.func)
+            method = instance_method(ctx, scope, node.func)
             if method is not None and backward_calls(method.ctx or ctx, method):
-                return True
-    return False
+                yield method
 
 
 def returns_backpropagated(ctx: FileContext, scope: Scope, value: ast.expr) -> bool:
     """``agent.update(...)`` whose method returns, on every path, a name it backpropagated."""
     if not isinstance(value, ast.Call):
         return False
-    method = _instance_method(ctx, scope, value.func)
+    method = instance_method(ctx, scope, value.func)
     if method is None:
         return False
     home = method.ctx or ctx

@@ -36,7 +36,7 @@ def loop_steps(ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[tuple[
     for step in events:
         if step.kind != "step" or step.owner in reported or step.index < first_backward:
             continue
-        if step.conditional and (step.via is not None or not runs_on_many_iterations(ctx, step.call, loop)):
+        if step.conditional and not _on_many_passes(ctx, scope, loop, step):
             continue  # may run once per loop (or its guard says nothing)
         if not is_plain_step(step) or zeroed_in_loop(ctx, scope, loop, step.owner):
             continue
@@ -47,8 +47,9 @@ def loop_steps(ctx: FileContext, scope: Scope, loop: ast.AST) -> Iterator[tuple[
 
 
 def step_function_step(ctx: FileContext, scope: Scope) -> Optional[tuple[Event, bool]]:
-    """A function (or method) that backpropagates and steps, called by the project only inside
-    loops that clear no gradient (nor call anything that might): its step, and whether every
+    """A function (or method) that backpropagates and steps (maybe under a guard that holds on many
+    calls), called by the project only inside loops that clear no gradient (nor call anything that
+    might): its step, and whether every
     calling loop is in this file. Each call is one iteration, and nothing ever clears the
     gradients it steps with."""
     if isinstance(scope.node, ast.Module) or any(isinstance(n, LOOPS) for n in scope_nodes(scope)):
@@ -57,7 +58,7 @@ def step_function_step(ctx: FileContext, scope: Scope) -> Optional[tuple[Event, 
     backwards = [e for e in events if e.kind == "backward"]
     if not backwards or any(e.spelling == "owner" or e.conditional for e in backwards) or any(e.kind == "zero_grad" for e in events):
         return None
-    steps = [e for e in events if e.kind == "step" and not e.conditional and e.index > backwards[0].index and is_plain_step(e)]
+    steps = [e for e in events if e.kind == "step" and e.index > backwards[0].index and is_plain_step(e) and _on_many_calls(ctx, scope, e)]
     if len(steps) != 1 or steps[0].via is not None or zeroed_in_loop(ctx, scope, scope.node, steps[0].owner):
         return None
     loops = call_loops(ctx, scope)
@@ -69,6 +70,23 @@ def step_function_step(ctx: FileContext, scope: Scope) -> Optional[tuple[Event, 
         if any(e.kind == "zero_grad" and zeroes_for(own, e.owner or "", step.owner) is not False for e in events) or mentions_other_reset(own, loop):
             return None
     return step, all(own is ctx for own, _, _ in loops)
+
+
+def _on_many_passes(ctx: FileContext, scope: Scope, loop: ast.AST, step: Event) -> bool:
+    """A conditional step provably may run on many passes of the loop: its guards in the loop hold
+    on many (``recurring``), and so do, for a step inside a function the loop calls
+    (``train_step(...)``), the call's guards and the step's own guards in that function."""
+    if step.via is None:
+        return runs_on_many_iterations(ctx, step.call, loop)
+    callee = resolved_callee(ctx, scope, step.via)
+    home = callee.ctx or ctx if callee is not None else None
+    return home is not None and runs_on_many_iterations(ctx, ctx.statement_of(step.via), loop) and _on_many_calls(home, callee, step)
+
+
+def _on_many_calls(ctx: FileContext, scope: Scope, step: Event) -> bool:
+    """The step runs on every call, or under guards that hold on many (``if torch.isfinite(norm):``,
+    as a loop's pass would: ``recurring``), each call being one pass of its caller's loop."""
+    return not step.conditional or runs_on_many_iterations(ctx, step.call, scope.node)
 
 
 def closure_steps(ctx: FileContext, scope: Scope) -> Iterator[tuple[Scope, OptimizerCall]]:

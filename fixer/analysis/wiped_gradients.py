@@ -16,6 +16,7 @@ from fixer.analysis.passes import guarded_statement, is_pass_filter, same_guard
 from fixer.analysis.call_events import Event, block_events
 from fixer.analysis.protocol import (
     blocks,
+    call_loops,
     is_loop_body,
     is_plain_step,
     optimizer_params,
@@ -52,7 +53,7 @@ def wiping_zero_grads(ctx: FileContext) -> Iterator[WipingZeroGrad]:
 
 
 def _wiping_in(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterator[WipingZeroGrad]:
-    yield from _wiping_accumulation(ctx, block, block_events(ctx, scope, block))
+    yield from _wiping_accumulation(ctx, block, block_events(ctx, scope, block), _runs_per_pass(ctx, scope, block))
     events = block_events(ctx, scope, block, through_calls=True)  # a helper's backward fills .grad too
     for zero in events:
         if zero.kind != "zero_grad" or not zero.direct or zero.call.args or _keyword_other_than_set_to_none(zero.call):
@@ -72,12 +73,18 @@ def _wiping_in(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> Iterato
         yield WipingZeroGrad(block, events, zero, step, backward, None, objects, refilled)
 
 
-def _wiping_accumulation(ctx: FileContext, block: list[ast.stmt], events: list[Event]) -> Iterator[WipingZeroGrad]:
+def _runs_per_pass(ctx: FileContext, scope: Scope, block: list[ast.stmt]) -> bool:
+    """``block`` runs once per pass of a loop: a loop's body, or the whole body of a function that
+    the project calls only inside loops (``train_step(...)`` in a batch loop)."""
+    return is_loop_body(ctx, block) or block is getattr(scope.node, "body", None) and call_loops(ctx, scope) is not None
+
+
+def _wiping_accumulation(ctx: FileContext, block: list[ast.stmt], events: list[Event], cyclic: bool) -> Iterator[WipingZeroGrad]:
     """``zero_grad(); loss.backward(); if (i + 1) % k == 0: step()`` run once per batch: the
     zero_grad of the next batch lands between this backward and the step that accumulates. In
     a loop's body what comes before the zero_grad also comes after it, in the next pass
-    (``loss.backward(); if ...: step()`` then ``zero_grad()`` at the end of the body)."""
-    cyclic = is_loop_body(ctx, block)
+    (``loss.backward(); if ...: step()`` then ``zero_grad()`` at the end of the body), and so it
+    does in a function called once per pass."""
     for zero in events:
         if zero.kind != "zero_grad" or not zero.direct or zero.conditional or zero.call.args or _keyword_other_than_set_to_none(zero.call):
             continue
