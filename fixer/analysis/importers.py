@@ -16,12 +16,12 @@ import re
 from typing import Iterator, NamedTuple, Optional
 
 from fixer import depends
-from fixer.analysis.call_sites import argument_of, call_sites, parameter_position, word_counts
+from fixer.analysis.call_sites import argument_of, call_sites, life_field, parameter_position, word_counts
 from fixer.analysis.callees import imported_instance_of
-from fixer.analysis.class_model import class_methods, constructions, constructor_field
+from fixer.analysis.class_model import attribute_store_lines, class_methods, constructions, constructor_field, written_only_in
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project_files import bound_of, load_file, read_file
+from fixer.analysis.project_files import bound_of, load_file, module_file, read_file
 from fixer.analysis.project_text import word_matches
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
@@ -92,6 +92,9 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
 
 
 def _calls_from(ctx: FileContext, here: str, name: str):
+    """Every use of the function in the files that import its module: a call, or None for any other
+    use (``fn = helpers.f``, passed on), for a star import of the module (any use may be it), and
+    for an import the file never uses (a re-export: its users are out of sight)."""
     stem = os.path.basename(os.path.dirname(here) if os.path.basename(here) == "__init__.py" else os.path.splitext(here)[0]).encode()
     paths = [p for p in _paths_naming(here, name) if _names(read_file(p), stem)]  # (an import of the module names it)
     if len(paths) > MAX_CALLING_FILES:
@@ -99,14 +102,31 @@ def _calls_from(ctx: FileContext, here: str, name: str):
         return
     word = re.compile(r"\b%s\b" % re.escape(name))
     for other in filter(None, map(load_file, paths)):
+        starred = any(isinstance(i, ast.ImportFrom) and any(a.name == "*" for a in i.names) and module_file(other.path, i.module, i.level) == here
+                      for i in statement_index(other).imports)
+        imported = _imported_here(other, here, name)
+        used = False
         for scope in scopes(other):
             if not other.mentions(scope.node, word):
                 continue
-            for call in scope_nodes(scope):
-                if isinstance(call, ast.Call) and (dotted(call.func) or "").rpartition(".")[2] == name:
-                    callee = imported_function(other, call.func)
-                    if callee is not None and callee.ctx is not None and os.path.abspath(callee.ctx.path) == here and callee.node.name == name:
-                        yield ImportedCall(other, scope, call)
+            for node in scope_nodes(scope):
+                if not (isinstance(node, ast.Name) and node.id == name or isinstance(node, ast.Attribute) and node.attr == name):
+                    continue
+                callee = imported_function(other, node)
+                if not (starred and isinstance(node, ast.Name) or callee is not None and callee.ctx is not None
+                        and os.path.abspath(callee.ctx.path) == here and callee.node.name == name):
+                    continue
+                used = True
+                call = other.parent(node)
+                yield ImportedCall(other, scope, call if isinstance(call, ast.Call) and call.func is node else None)
+        if imported and not used:
+            yield ImportedCall(other, scopes(other)[0], None)  # imported and never used: handed on to files out of sight
+
+
+def _imported_here(other: FileContext, here: str, name: str) -> bool:
+    """``other`` imports the function ``name`` of module ``here`` by name (``from m import name``)."""
+    return any(isinstance(i, ast.ImportFrom) and any(a.name == name for a in i.names) and module_file(other.path, i.module, i.level) == here
+               for i in statement_index(other).imports)
 
 
 def _naming_files(here: str, name: str) -> Iterator[FileContext]:
@@ -287,3 +307,23 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
             return None  # not given (its default), or through ``*``/``**``
         found.append((own, scope, given))
     return found
+
+
+def project_life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[tuple[FileContext, Scope, ast.expr]]:
+    """``call_sites.life_field`` across the project: what ``self.attr`` (``receiver``, in a method)
+    holds for the object's whole life, as (file, scope, argument) of the class's one construction
+    in its own file or in a file importing it, when no code outside the class stores ``.attr``
+    there or in the files around it that name ``attr``."""
+    local = life_field(ctx, method, receiver)
+    if local is not None:
+        return ctx, scope_of(ctx, local), local
+    cls = method.class_node
+    if not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and method.self_name
+            and receiver.value.id == method.self_name and cls is not None and written_only_in(ctx, cls, receiver.attr)):
+        return None
+    here = os.path.abspath(ctx.path)
+    if any(os.path.abspath(other.path) != here and attribute_store_lines(other, receiver.attr)
+           for other in [*class_importers(ctx, cls), *neighbours_naming(ctx, receiver.attr)]):
+        return None
+    given = construction_arguments(ctx, cls, receiver.attr)
+    return given[0] if given is not None and len(given) == 1 else None

@@ -1,0 +1,137 @@
+"""A function or class defined in one file and used by another: what the importing files do with it
+is read as if it were written beside it (GF302 needs every caller of a function that returns its
+loss, every caller of a backward helper, and the configuration a trainer is built with). A use
+that is not a call, a star import, or an import never used (a re-export) leaves the callers
+unknown, and then nothing is reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixer.engine import Options, process_file
+from fixer.registry import all_rules
+
+HEADER = "import torch\nfrom torch import nn\n"
+
+RETURNS_LOSS = HEADER + '''
+
+def fit(model, batches, optimizer):
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = nn.functional.l1_loss(model(x), y)
+        loss.backward(retain_graph=True)
+        optimizer.step()
+    return loss
+'''
+
+FIT_SCRIPT = HEADER + '''{imports}
+
+model = nn.Linear(4, 2)
+batches = [(torch.randn(6, 4), torch.randn(6, 2)) for _ in range(3)]
+last = fit(model, batches, torch.optim.SGD(model.parameters(), lr=0.1))
+{use}
+'''
+
+BACKPROP = HEADER + '''
+
+def backprop(loss):
+    loss.backward(retain_graph=True)
+'''
+
+BACKPROP_SCRIPT = HEADER + '''from helpers import backprop
+
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    optimizer.zero_grad()
+    loss = model(torch.randn(5, 3)).pow(2).mean()
+    backprop(loss)
+{after}
+    optimizer.step()
+'''
+
+SETTINGS = '''from dataclasses import dataclass
+
+
+@dataclass
+class Settings:
+    epochs: int = 2
+    retain: bool = True
+'''
+
+REGRESSION = HEADER + '''
+
+class Regression:
+    def __init__(self, settings):
+        self.settings = settings
+        self.net = nn.Linear(4, 1)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def run(self, x, y):
+        for _ in range(self.settings.epochs):
+            self.opt.zero_grad()
+            loss = nn.functional.mse_loss(self.net(x), y)
+            loss.backward(retain_graph=self.settings.retain)
+            self.opt.step()
+        return loss.item()
+'''
+
+REGRESSION_SCRIPT = HEADER + '''from settings import Settings
+from helpers import Regression
+
+settings = Settings()
+task = Regression(settings)
+{between}
+print(task.run(torch.randn(8, 4), torch.randn(8, 1)))
+'''
+
+
+def _codes(folder: Path, files: dict[str, str]) -> list[str]:
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    result = process_file(str(folder / "helpers.py"), Options(rules=tuple(all_rules())))
+    assert not result.errors
+    return [d.code for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    "imports, use, extra, expected",
+    [
+        ("from helpers import fit", "print(float(last))", {}, ["GF302"]),  # read for a number only
+        ("from helpers import fit", "last.backward()", {}, []),  # the caller walks the graph again
+        ("from helpers import fit", "runner = fit\nprint(float(last))", {}, []),  # named, not called: a caller out of sight
+        ("from helpers import *", "runner = fit\nprint(float(last))", {}, []),  # the same through a star import
+        ("import helpers\nfit = helpers.fit", "print(float(last))", {}, []),
+        ("from helpers import fit", "print(float(last))", {"api.py": "from helpers import fit\n"}, []),  # re-exported
+    ],
+)
+def test_callers_of_a_function_returning_its_loss_in_another_file(tmp_path, imports, use, extra, expected):
+    files = {"helpers.py": RETURNS_LOSS, "train.py": FIT_SCRIPT.format(imports=imports, use=use), **extra}
+    assert _codes(tmp_path, files) == expected
+
+
+@pytest.mark.parametrize(
+    "after, expected",
+    [
+        ("    print(loss.item())", ["GF302"]),  # every caller reads the loss for a number after it
+        ("    loss.backward()", []),  # a caller backpropagates through the same graph again
+        ("    kept = backprop", []),  # the helper handed on: its other callers are unknown
+    ],
+)
+def test_callers_of_a_backward_helper_in_another_file(tmp_path, after, expected):
+    assert _codes(tmp_path, {"helpers.py": BACKPROP, "train.py": BACKPROP_SCRIPT.format(after=after)}) == expected
+
+
+@pytest.mark.parametrize(
+    "between, expected",
+    [
+        ("", ["GF302"]),  # the one construction gives the default True for the object's life
+        ("task.settings = Settings(retain=False)", []),  # stored from outside the class: unknown
+        ("task = Regression(Settings(retain=False))", []),  # a second construction: which one, unknown
+    ],
+)
+def test_configuration_given_at_construction_in_another_file(tmp_path, between, expected):
+    files = {"settings.py": SETTINGS, "helpers.py": REGRESSION, "train.py": REGRESSION_SCRIPT.format(between=between)}
+    assert _codes(tmp_path, files) == expected
