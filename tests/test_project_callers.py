@@ -104,7 +104,8 @@ def _codes(folder: Path, files: dict[str, str]) -> list[str]:
         ("from helpers import fit", "runner = fit\nprint(float(last))", {}, []),  # named, not called: a caller out of sight
         ("from helpers import *", "runner = fit\nprint(float(last))", {}, []),  # the same through a star import
         ("import helpers\nfit = helpers.fit", "print(float(last))", {}, []),
-        ("from helpers import fit", "print(float(last))", {"api.py": "from helpers import fit\n"}, []),  # re-exported
+        ("from helpers import fit", "print(float(last))", {"api.py": "from helpers import fit\n", "main.py": "import api\n"}, []),  # re-exported
+        ("from helpers import fit", "print(float(last))", {"unused.py": "from helpers import fit\n"}, ["GF302"]),  # imported, not used by anyone
     ],
 )
 def test_callers_of_a_function_returning_its_loss_in_another_file(tmp_path, imports, use, extra, expected):
@@ -135,3 +136,95 @@ def test_callers_of_a_backward_helper_in_another_file(tmp_path, after, expected)
 def test_configuration_given_at_construction_in_another_file(tmp_path, between, expected):
     files = {"settings.py": SETTINGS, "helpers.py": REGRESSION, "train.py": REGRESSION_SCRIPT.format(between=between)}
     assert _codes(tmp_path, files) == expected
+
+
+LEDGER = HEADER + '''
+
+class Ledger:
+    """Keeps a running sum of what it is shown and how many values it saw."""
+
+    def __init__(self):
+        self.balance, self.seen = 0.0, 0
+
+    def post(self, amounts):
+        self.seen += len(amounts)
+        for amount in amounts:
+            self.balance += amount
+
+    def report(self):
+        return round(float(self.balance) / (self.seen or 1), 4)
+'''
+
+LEDGER_SCRIPT = HEADER + '''from helpers import Ledger
+
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+book = Ledger()
+for _ in range(3):
+    loss = model(torch.randn(4, 3)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    book.post([{posted}])
+{after}
+'''
+
+
+@pytest.mark.parametrize(
+    "posted, after, expected",
+    [
+        ("loss", "print(book.report())", ["GF301"]),  # a file with no backward, used by a training script
+        ("loss.item()", "print(book.report())", []),  # numbers only
+        ("loss", "def show(b):\n    print(b.balance)\nshow(book)", []),  # handed to a function of another file: read unseen
+        ("loss", "total = book.balance\ntotal.backward()", []),  # the script backpropagates the field
+    ],
+)
+def test_object_of_another_file_keeps_what_a_training_script_gives_it(tmp_path, posted, after, expected):
+    files = {"helpers.py": LEDGER, "train.py": LEDGER_SCRIPT.format(posted=posted, after=after)}
+    assert _codes(tmp_path, files) == expected
+
+
+STEP_WITH_LEDGER = LEDGER + '''
+
+def run_batch(model, optimizer, book):
+    loss = model(torch.randn(4, 3)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    book.post([loss])
+
+
+class Trainer:
+    def __init__(self, model, optimizer, book):
+        self.model, self.optimizer, self.book = model, optimizer, book
+
+    def fit_batch(self):
+        loss = self.model(torch.randn(4, 3)).pow(2).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.book.post([loss])
+'''
+
+STEP_SCRIPT = HEADER + '''from helpers import Ledger, Trainer, run_batch
+
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+book = Ledger()
+{body}
+'''
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("for _ in range(3):\n    run_batch(model, optimizer, book)\nprint(book.report())", ["GF301"]),
+        ("for _ in range(3):\n    book = Ledger()\n    run_batch(model, optimizer, book)\n    print(book.report())", []),  # one per step
+        ("for _ in range(3):\n    run_batch(model, optimizer, book)\nprint(book)", []),  # handed on: read unseen
+        ("trainer = Trainer(model, optimizer, book)\nfor _ in range(3):\n    trainer.fit_batch()\nprint(book.report())",
+         ["GF301"]),  # the trainer's field, given by the script's one construction
+        ("trainer = Trainer(model, optimizer, book)\nfor _ in range(3):\n    trainer.book = Ledger()\n    trainer.fit_batch()", []),
+    ],
+)
+def test_step_function_of_another_file_given_the_object_by_the_script(tmp_path, body, expected):
+    assert _codes(tmp_path, {"helpers.py": STEP_WITH_LEDGER, "train.py": STEP_SCRIPT.format(body=body)}) == expected

@@ -174,20 +174,6 @@ def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> It
             yield name
 
 
-def step_arguments(ctx: FileContext, function: Scope, name: str) -> Iterator[tuple[Scope, ast.Call, ast.expr]]:
-    """(caller, call, argument) for each call of a plain function that passes its parameter
-    ``name``, when the function never rebinds it: what the parameter holds on that call."""
-    if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
-        return
-    position = parameter_position(function, name)
-    if position is None or scope_assignments(ctx, function).assignments.get(name):
-        return
-    for caller, call in call_sites(ctx, function):
-        argument = argument_of(call, name, position) if call is not None else None
-        if argument is not None and argument is not STARRED:
-            yield caller, call, argument
-
-
 def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:
     """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)`` or a name bound only
     to one, or set once to ``cls(...)`` by ``__init__`` (``init_field``)."""

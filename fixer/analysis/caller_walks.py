@@ -16,7 +16,8 @@ from typing import Optional
 from fixer.analysis.arguments import bound_arguments
 from fixer.analysis.call_sites import word_counts
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.importers import class_importers, project_call_sites
+from fixer.analysis.importers import class_importers
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.plain_numbers import parameters
 from fixer.analysis.retained_walks import read_for_numbers, walked_again
 from fixer.analysis.names import dotted

@@ -26,7 +26,8 @@ from fixer.analysis.call_sites import path_instance
 from fixer.analysis.callees import imported_instance_of
 from fixer.analysis.class_model import attribute_store_lines, attribute_writes, class_methods, init_parameter, written_only_in
 from fixer.analysis.imported_definitions import imported_class
-from fixer.analysis.importers import class_importers, neighbours_naming, project_constructions, project_life_field
+from fixer.analysis.importers import class_importers, neighbours_naming, project_constructions
+from fixer.analysis.project_callers import project_life_field
 from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_of, scopes, statement_index
 from fixer.context import FileContext

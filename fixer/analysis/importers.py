@@ -16,18 +16,16 @@ import re
 from typing import Iterator, NamedTuple, Optional
 
 from fixer import depends
-from fixer.analysis.call_sites import argument_of, call_sites, life_field, parameter_position, word_counts
+from fixer.analysis.call_sites import argument_of, parameter_position, word_counts
 from fixer.analysis.callees import imported_instance_of
-from fixer.analysis.class_model import attribute_store_lines, class_methods, constructions, constructor_field, written_only_in
+from fixer.analysis.class_model import class_methods, constructions, constructor_field
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project_files import bound_of, load_file, module_file, read_file
-from fixer.analysis.project_text import word_matches
+from fixer.analysis.project_files import load_file, module_file, read_file
+from fixer.analysis.project_text import neighbour_files, word_matches
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
-MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
-TRAINING_TEXT = re.compile(r"\.(?:backward|step|zero_grad)\s*\(|autograd\.(?:grad|backward)\b")
 MAX_CALLING_FILES = 8  # files read for the calls of a function or of a class's methods; more: callers unknown
 
 
@@ -50,8 +48,6 @@ def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
     if cls is not None:
         if ctx.parent(node) is not cls or not helper.self_name or node.decorator_list or node.name.startswith("__"):
             return []  # (a special method is never called by its name)
-        if not ctx.mentions(node, TRAINING_TEXT):
-            return []  # cheap: only a method that trains (backward, step, zero_grad) is followed into scripts
         return ctx.memo(("importer_method_calls", id(node)), lambda: list(_method_calls_from(ctx, cls, node.name)))
     if ctx.parent(node) is not ctx.tree:
         return []
@@ -94,7 +90,8 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
 def _calls_from(ctx: FileContext, here: str, name: str):
     """Every use of the function in the files that import its module: a call, or None for any other
     use (``fn = helpers.f``, passed on), for a star import of the module (any use may be it), and
-    for an import the file never uses (a re-export: its users are out of sight)."""
+    for an import the file never uses in a module imported in turn (a re-export: its users are
+    out of sight)."""
     stem = os.path.basename(os.path.dirname(here) if os.path.basename(here) == "__init__.py" else os.path.splitext(here)[0]).encode()
     paths = [p for p in _paths_naming(here, name) if _names(read_file(p), stem)]  # (an import of the module names it)
     if len(paths) > MAX_CALLING_FILES:
@@ -119,8 +116,14 @@ def _calls_from(ctx: FileContext, here: str, name: str):
                 used = True
                 call = other.parent(node)
                 yield ImportedCall(other, scope, call if isinstance(call, ast.Call) and call.func is node else None)
-        if imported and not used:
-            yield ImportedCall(other, scopes(other)[0], None)  # imported and never used: handed on to files out of sight
+        if imported and not used and _imported_itself(other):
+            yield ImportedCall(other, scopes(other)[0], None)  # imported, never used, and imported in turn: a re-export
+
+
+def _imported_itself(other: FileContext) -> bool:
+    """``other`` is a package's ``__init__.py``, or a file around it names its module."""
+    path = os.path.abspath(other.path)
+    return os.path.basename(path) == "__init__.py" or bool(_paths_naming(path, os.path.splitext(os.path.basename(path))[0]))
 
 
 def _imported_here(other: FileContext, here: str, name: str) -> bool:
@@ -146,7 +149,7 @@ def _paths_naming(here: str, name: str) -> tuple[str, ...]:
 def _folder_paths_naming(folder: str, name: str) -> tuple[str, ...]:
     """(Per process and folder: each neighbour is read once per name asked, not once per caller.)"""
     word = name.encode()
-    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := read_file(p)) and _names(data, word))
+    return tuple(p for p in neighbour_files(os.path.join(folder, "__init__.py")) if b"import" in (data := read_file(p)) and _names(data, word))
 
 
 def neighbours_naming(ctx: FileContext, name: str) -> list[FileContext]:
@@ -155,7 +158,7 @@ def neighbours_naming(ctx: FileContext, name: str) -> list[FileContext]:
     if ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
         return []
     here, word = os.path.abspath(ctx.path), name.encode()
-    paths = [p for p in _neighbours(os.path.join(os.path.dirname(here), "__init__.py")) if p != here and _names(read_file(p), word)]
+    paths = [p for p in neighbour_files(os.path.join(os.path.dirname(here), "__init__.py")) if p != here and _names(read_file(p), word)]
     return [other for other in map(load_file, paths) if other is not None]
 
 
@@ -172,37 +175,6 @@ def _names(data: bytes, name: bytes) -> bool:
             return True
         at = data.find(name, at + 1)
     return False
-
-
-@depends.remembered
-def _neighbours(here: str) -> tuple[str, ...]:
-    """The Python files of the module's folder, of each package folder above it and of the folder
-    holding its top package, within the project's bound; at most MAX_FILES."""
-    folder = os.path.dirname(here)
-    bound = bound_of(folder)
-    folders = [folder]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        parent = os.path.dirname(folder)
-        if parent == folder or bound is not None and not (parent + os.sep).startswith(bound.rstrip(os.sep) + os.sep) and parent != bound:
-            break
-        folder = parent
-        folders.append(folder)
-    found: list[str] = []
-    for each in folders:
-        names = depends.python_files(each)
-        depends.modules_listed(each, names)
-        found += [os.path.join(each, n) for n in names]
-    return tuple(found[:MAX_FILES])
-
-
-def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileContext, Scope, Optional[ast.Call]]]:
-    """``call_sites.call_sites`` with each caller's file (this one), then the calls of the
-    importing files for a module-level function: (caller's file, caller, call or None for a use
-    that is not a call)."""
-    for caller, call in call_sites(ctx, scope):
-        yield ctx, caller, call
-    for imported in importer_calls(ctx, scope):
-        yield imported.ctx, imported.scope, imported.call
 
 
 def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
@@ -308,22 +280,3 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
         found.append((own, scope, given))
     return found
 
-
-def project_life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[tuple[FileContext, Scope, ast.expr]]:
-    """``call_sites.life_field`` across the project: what ``self.attr`` (``receiver``, in a method)
-    holds for the object's whole life, as (file, scope, argument) of the class's one construction
-    in its own file or in a file importing it, when no code outside the class stores ``.attr``
-    there or in the files around it that name ``attr``."""
-    local = life_field(ctx, method, receiver)
-    if local is not None:
-        return ctx, scope_of(ctx, local), local
-    cls = method.class_node
-    if not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and method.self_name
-            and receiver.value.id == method.self_name and cls is not None and written_only_in(ctx, cls, receiver.attr)):
-        return None
-    here = os.path.abspath(ctx.path)
-    if any(os.path.abspath(other.path) != here and attribute_store_lines(other, receiver.attr)
-           for other in [*class_importers(ctx, cls), *neighbours_naming(ctx, receiver.attr)]):
-        return None
-    given = construction_arguments(ctx, cls, receiver.attr)
-    return given[0] if given is not None and len(given) == 1 else None

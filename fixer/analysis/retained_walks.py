@@ -15,7 +15,8 @@ from typing import Iterator, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.class_model import class_methods
-from fixer.analysis.importers import project_call_sites, project_constructions
+from fixer.analysis.importers import project_constructions
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
 from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, is_static, scope_nodes, scopes
