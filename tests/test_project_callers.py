@@ -104,7 +104,7 @@ def _codes(folder: Path, files: dict[str, str]) -> list[str]:
         ("from helpers import fit", "runner = fit\nprint(float(last))", {}, []),  # named, not called: a caller out of sight
         ("from helpers import *", "runner = fit\nprint(float(last))", {}, []),  # the same through a star import
         ("import helpers\nfit = helpers.fit", "print(float(last))", {}, []),
-        ("from helpers import fit", "print(float(last))", {"api.py": "from helpers import fit\n", "main.py": "import api\n"}, []),  # re-exported
+        ("from helpers import fit", "print(float(last))", {"api.py": "from helpers import fit\n", "main.py": "from api import fit\n"}, []),  # re-exported
         ("from helpers import fit", "print(float(last))", {"unused.py": "from helpers import fit\n"}, ["GF302"]),  # imported, not used by anyone
     ],
 )
@@ -228,3 +228,39 @@ book = Ledger()
 )
 def test_step_function_of_another_file_given_the_object_by_the_script(tmp_path, body, expected):
     assert _codes(tmp_path, {"helpers.py": STEP_WITH_LEDGER, "train.py": STEP_SCRIPT.format(body=body)}) == expected
+
+
+HALVER = HEADER + '''
+
+class Halver:
+    def run(self, loss):
+        (0.5 * loss).backward()
+
+
+def step(net, opt, wrapper, x):
+    out = net(x)
+    opt.zero_grad()
+    wrapper.run(out.pow(2).mean())
+    wrapper.run(out.abs().mean())
+    opt.step()
+'''
+
+HALVER_SCRIPT = HEADER + '''from helpers import Halver, step
+
+
+class Keeper:
+    def run(self, loss):
+        loss.backward(retain_graph=True)
+
+
+net = nn.Linear(3, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(3):
+    step(net, opt, {wrapper}, torch.randn(4, 3))
+'''
+
+
+@pytest.mark.parametrize("wrapper, expected", [("Halver()", ["GF105"]), ("Keeper()", [])])
+def test_method_of_a_parameter_the_importing_script_gives_an_instance(tmp_path, wrapper, expected):
+    """``wrapper.run`` is Halver's method only when every call in the project passes a Halver."""
+    assert _codes(tmp_path, {"helpers.py": HALVER, "train.py": HALVER_SCRIPT.format(wrapper=wrapper)}) == expected

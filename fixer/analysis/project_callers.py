@@ -2,10 +2,10 @@
 
 ``project_call_sites(ctx, scope)`` is this file's call sites (``call_sites.call_sites``), the calls
 of the files that import the function's module or construct the method's class
-(``importers.importer_calls``), and the calls of this file on a receiver that only the other files
-show to hold an instance of the method's class: a plain function's parameter that every call in
-the project gives one (``instance_parameters``), or a field that the class's one construction in
-the project gives one for life (``life_field``). A use that is not a call gives None: an unknown
+(``importers.importer_calls``), and the calls of this file on a field that only the other files
+show to hold an instance of the method's class: the class's one construction in the project gives
+it one for life (``project_life_field``). (A plain function's parameter that the importing files'
+calls give an instance is placed by ``call_sites.instance_parameters`` itself.) A use that is not a call gives None: an unknown
 caller. ``step_arguments`` is what each of those calls passes a plain function's parameter."""
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ import os
 from typing import Iterator, Optional
 
 from fixer.analysis.assignments import scope_assignments
-from fixer.analysis.call_sites import STARRED, argument_of, call_sites, holds_instance, life_field, parameter_position, uses_of
+from fixer.analysis.call_sites import STARRED, argument_of, call_sites, given_instance, life_field, parameter_position, uses_of
 from fixer.analysis.class_model import attribute_store_lines, written_only_in
-from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.importers import class_importers, construction_arguments, importer_calls, neighbours_naming
-from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_of
 from fixer.context import FileContext
 
@@ -38,7 +36,7 @@ def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[Site]:
 
 def _held_elsewhere(ctx: FileContext, method: Scope) -> Iterator[Site]:
     """This file's calls of the method on a receiver that ``call_sites`` cannot place and the
-    project can: a plain function's parameter or a field ``self.attr``."""
+    project can: a field ``self.attr`` given at a construction in another file."""
     known = {id(call) for _, call in call_sites(ctx, method)}
     cls, name = method.class_node, method.node.name
     for caller, node in uses_of(ctx, name):
@@ -46,58 +44,9 @@ def _held_elsewhere(ctx: FileContext, method: Scope) -> Iterator[Site]:
         if not (isinstance(node, ast.Attribute) and isinstance(call, ast.Call) and call.func is node) or id(call) in known:
             continue
         receiver = node.value
-        if isinstance(receiver, ast.Name) and receiver.id in instance_parameters(ctx, caller, cls):
+        if isinstance(receiver, ast.Attribute) and (given := project_life_field(ctx, caller, receiver)) is not None \
+                and given_instance(given[0], given[1], given[2], ctx, cls):
             yield ctx, caller, call
-        elif isinstance(receiver, ast.Attribute) and (given := project_life_field(ctx, caller, receiver)) is not None \
-                and _instance_in(given[0], given[1], given[2], ctx, cls):
-            yield ctx, caller, call
-
-
-def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> frozenset[str]:
-    """``call_sites.instance_parameters`` across the project: parameters of a plain function that
-    every call, in this file or in a file importing it, gives an instance of ``cls``; empty when a
-    use is not a call or on recursion."""
-    if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
-        return frozenset()
-    computing = ("project instance_parameters: computing", id(function.node), id(cls))
-    if computing in ctx.cache:
-        return frozenset()
-
-    def compute() -> frozenset[str]:
-        ctx.cache[computing] = True
-        try:
-            sites = list(project_call_sites(ctx, function))
-            if not sites or any(call is None for _, _, call in sites):
-                return frozenset()
-            rebound = scope_assignments(ctx, function).assignments
-            args = function.node.args
-            found = set()
-            for name in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
-                position = parameter_position(function, name)
-                if rebound.get(name) or position is None:
-                    continue
-                if all(_instance_in(own, caller, argument_of(call, name, position), ctx, cls) for own, caller, call in sites):
-                    found.add(name)
-            return frozenset(found)
-        finally:
-            del ctx.cache[computing]
-
-    return ctx.memo(("project instance_parameters", id(function.node), id(cls)), compute)
-
-
-def _instance_in(own: FileContext, scope: Scope, value, ctx: FileContext, cls: ast.ClassDef) -> bool:
-    """``value`` (read in ``scope`` of file ``own``) holds an instance of ``cls`` (of file ``ctx``):
-    in the class's file, as ``call_sites.holds_instance`` says; in another, a construction of the
-    class its imports name, or a name every binding of the scope gives one."""
-    if own is ctx:
-        if isinstance(value, ast.Call):
-            return isinstance(value.func, ast.Name) and value.func.id == cls.name
-        return isinstance(value, ast.Name) and (holds_instance(ctx, scope, value.id, cls) or value.id in instance_parameters(ctx, scope, cls))
-    if isinstance(value, ast.Name):
-        values = [v for _, v in scope_assignments(own, scope).assignments.get(value.id, [])]
-        return bool(values) and all(isinstance(v, ast.Call) and _instance_in(own, scope, v, ctx, cls) for v in values)
-    found = imported_class(own, qualified(own, value.func) or "") if isinstance(value, ast.Call) else None
-    return found is not None and found[1].name == cls.name and os.path.abspath(found[0].path) == os.path.abspath(ctx.path)
 
 
 def step_arguments(ctx: FileContext, function: Scope, name: str) -> Iterator[tuple[FileContext, Scope, ast.Call, ast.expr]]:
