@@ -264,3 +264,50 @@ for _ in range(3):
 def test_method_of_a_parameter_the_importing_script_gives_an_instance(tmp_path, wrapper, expected):
     """``wrapper.run`` is Halver's method only when every call in the project passes a Halver."""
     assert _codes(tmp_path, {"helpers.py": HALVER, "train.py": HALVER_SCRIPT.format(wrapper=wrapper)}) == expected
+
+
+METERED = HEADER + '''
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    def update(self, value):
+        self.total += value
+
+
+class Regressor:
+    def __init__(self, net, meter):
+        self.net, self.meter = net, meter
+        self.opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def fit_batch(self, x):
+        loss = self.net(x).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        self.meter.update(loss)
+'''
+
+METERED_SCRIPT = HEADER + '''from helpers import Meter, Regressor
+
+
+class Rounded:
+    def __init__(self):
+        self.total = 0.0
+
+    def update(self, value):
+        self.total += round(float(value), 3)
+
+
+meter = {meter}
+model = Regressor(nn.Linear(3, 1), meter)
+for _ in range(3):
+    model.fit_batch(torch.randn(4, 3))
+print(meter.total)
+'''
+
+
+@pytest.mark.parametrize("meter, expected", [("Meter()", ["GF301"]), ("Rounded()", [])])
+def test_meter_given_at_construction_in_another_file(tmp_path, meter, expected):
+    assert _codes(tmp_path, {"helpers.py": METERED, "train.py": METERED_SCRIPT.format(meter=meter)}) == expected
