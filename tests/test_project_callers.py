@@ -311,3 +311,50 @@ print(meter.total)
 @pytest.mark.parametrize("meter, expected", [("Meter()", ["GF301"]), ("Rounded()", [])])
 def test_meter_given_at_construction_in_another_file(tmp_path, meter, expected):
     assert _codes(tmp_path, {"helpers.py": METERED, "train.py": METERED_SCRIPT.format(meter=meter)}) == expected
+
+
+PIPELINE = HEADER + '''
+
+class Pipeline:
+    def __init__(self, width):
+        self.net = nn.Linear(width, width)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.05)
+
+    def backward_net(self):
+        self.loss = (self.y - self.x).pow(2).mean()
+        self.loss.backward(retain_graph=True)
+
+    def feed(self, x):
+        self.x = x
+
+    def run(self):
+        self.y = self.net(self.x)
+
+    def optimize(self):
+        self.run()
+        self.opt.zero_grad()
+        self.backward_net()
+        self.opt.step()
+'''
+
+PIPELINE_SCRIPT = HEADER + '''from helpers import Pipeline
+
+pipe = Pipeline(4)
+for _ in range(3):
+    pipe.feed(torch.randn(5, 4))
+    pipe.optimize()
+{after}
+'''
+
+
+@pytest.mark.parametrize(
+    "after, expected",
+    [
+        ("print(pipe.loss.item())", ["GF302"]),  # the script reads the field for a number only
+        ("pipe.loss.backward()", []),  # it walks the graph the field holds again
+        ("print(pipe)", []),  # the object handed on: any field may be read
+        ("pipe.backward_net()", []),  # the script calls the backward method itself
+    ],
+)
+def test_fields_of_an_object_a_script_of_another_file_uses(tmp_path, after, expected):
+    assert _codes(tmp_path, {"helpers.py": PIPELINE, "train.py": PIPELINE_SCRIPT.format(after=after)}) == expected

@@ -55,7 +55,7 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
         other = load_file(path)
         if other is None or not _imports_name(other, cls.name):
             continue
-        instances = _instances_in(other, here, cls.name)
+        instances = instances_in(other, here, cls.name)
         if not instances:
             continue
         named = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(instances))))
@@ -136,7 +136,7 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     return ctx.memo(("project_constructions", id(cls)), compute)
 
 
-def _instances_in(other: FileContext, here: str, name: str) -> set[str]:
+def instances_in(other: FileContext, here: str, name: str) -> set[str]:
     """Names ``other`` assigns ``Cls(...)`` of the class ``name`` of module ``here`` (from its
     assignments alone)."""
     found = set()
