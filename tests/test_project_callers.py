@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fixer.analysis.project_text import STEP_CALL, imported_by_matching
 from fixer.engine import Options, process_file
 from fixer.registry import all_rules
 
@@ -358,3 +359,16 @@ for _ in range(3):
 )
 def test_fields_of_an_object_a_script_of_another_file_uses(tmp_path, after, expected):
     assert _codes(tmp_path, {"helpers.py": PIPELINE, "train.py": PIPELINE_SCRIPT.format(after=after)}) == expected
+
+
+@pytest.mark.parametrize(
+    "script, imported",
+    [
+        (LEDGER_SCRIPT.format(posted="loss", after=""), True),  # trains: zero_grad, backward, step in its code
+        ('"""Usage: loss.backward(); opt.zero_grad(); opt.step()"""\nfrom helpers import Ledger\n', False),  # only a docstring says so
+    ],
+)
+def test_a_module_a_training_script_imports_passes_the_pre_filter(tmp_path, script, imported):
+    (tmp_path / "helpers.py").write_text(LEDGER)
+    (tmp_path / "train.py").write_text(script)
+    assert imported_by_matching(str(tmp_path / "helpers.py"), STEP_CALL) is imported

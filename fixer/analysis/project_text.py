@@ -14,6 +14,7 @@ from fixer import depends
 from fixer.analysis.project_files import MAX_BYTES, bound_of, module_file, module_in_folder, read_file, run_root, within
 
 MAX_NEIGHBOURS = 400  # files of the neighbouring folders searched by text, at most
+TRAINING_SCRIPT = (re.compile(rb"\.zero_grad\s*\("), re.compile(rb"\.step\s*\("))  # with a backward: a script that trains
 
 # a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
 # is never one): the text a step function's definition must hold
@@ -203,7 +204,8 @@ def neighbour_files(here: str) -> tuple[str, ...]:
 
 
 def imported_by_matching(path: str, pattern: "re.Pattern[bytes]") -> bool:
-    """A file around the module (``neighbour_files``) whose text matches ``pattern`` imports it
+    """A file around the module (``neighbour_files``) whose code matches ``pattern`` and trains
+    (``zero_grad`` and ``step`` calls, outside comments and docstrings) imports it
     (``from helpers import Tracker``, ``from .helpers import Tracker``, ``from . import helpers``,
     ``import helpers``): the byte pre-filter of a module whose classes and functions a training
     script of the project uses (a tracker that keeps graphs has no backward of its own)."""
@@ -218,8 +220,8 @@ def _imported_by(here: str, pattern: "re.Pattern[bytes]", root: Optional[str]) -
     """The modules the files around ``here`` that match ``pattern`` import (per folder and run)."""
     found = set()
     for path in neighbour_files(here):
-        if not file_matches(path, pattern):
-            continue
+        if not file_matches(path, pattern) or not all(_matches_in_code(read_file(path), p) for p in (pattern, *TRAINING_SCRIPT)):
+            continue  # (text alone; in code, not a docstring: a training script, not a library's helper or example)
         for match in import_lines(read_file(path)):
             dots, module, grouped, listed, plain, _ = (g.decode("ascii", "replace") if g else "" for g in match.groups())
             names = [plain] if plain else [module] * bool(module) + [f"{module}.{n}" if module else n for n in re.findall(r"\w+", grouped or listed)]
