@@ -15,7 +15,7 @@ from fixer.apply import apply_edits, select_fixes
 from fixer.context import FileContext
 from fixer.deep import call_with_deep_stack
 from fixer.analysis.project_files import set_root
-from fixer.analysis.project_text import STEP_CALL, imports_matching
+from fixer.analysis.project_text import STEP_CALL, imported_by_matching, imports_matching
 from fixer.fixpass import Outcome, PassFailed
 from fixer.literals import blanked_literals
 from fixer.nodes import parse
@@ -164,13 +164,15 @@ def _activate(text: str, options: Options, rules: list[type[Rule]], path: str) -
 
 def active_rules(data: bytes, rules: Sequence[type[Rule]], path: str = "-") -> list[type[Rule]]:
     """The cheap byte-level pre-filter: only rules whose needle occurs in the file run, or in a
-    module of the project the file imports (a training step called from another file)."""
+    module of the project the file imports (a training step called from another file), or in a
+    file of the project that imports this one (a tracker or a model a training script uses)."""
     answers: dict[tuple[object, bytes], bool] = {}  # rules sharing a pre-filter search once
     imported: list[bool] = []  # the import test, made once for every rule that asks
 
     def imports_step() -> bool:
-        if not imported:
-            imported.append((b"for" in data or b"while" in data) and imports_matching(path, data, STEP_CALL))
+        if not imported:  # a step imported and called in a loop, or definitions a training file imports
+            imported.append((b"for" in data or b"while" in data) and imports_matching(path, data, STEP_CALL)
+                            or b"def" in data and imported_by_matching(path, STEP_CALL))
         return imported[0]
 
     chosen = []

@@ -16,8 +16,8 @@ from fixer.analysis import (
     assignments,
     class_model,
     gradient_consumers,
+    imported_calls,
     imported_definitions,
-    importers,
     module_cache,
     names,
     project_files,
@@ -259,7 +259,7 @@ def test_class_mentions_are_the_bounded_regex_counts():
 def test_whole_word_search_finds_what_a_bounded_regex_finds(name):
     for path, data in [*list(_texts())[:150], ("words", "xstep step_ é_Net été1 été".encode() + b" x\n")]:
         plain = re.search(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])", data) is not None
-        assert importers._names(data, name) == plain, (path, name)
+        assert imported_calls.names_word(data, name) == plain, (path, name)
 
 
 def test_an_unpacked_element_has_no_parent_without_mapping_the_file():

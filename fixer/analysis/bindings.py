@@ -9,7 +9,7 @@ from typing import Iterator
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.imported_definitions import imported_class
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.context import FileContext

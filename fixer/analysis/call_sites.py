@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import ast
 import collections
+import os
 import re
 from typing import Iterator, Optional
 
 from fixer.analysis.assignments import scope_assignments
-from fixer.analysis.names import value_names
+from fixer.analysis.imported_calls import function_calls
+from fixer.analysis.imported_definitions import imported_class
+from fixer.analysis.names import qualified, value_names
 from fixer.analysis.class_model import attribute_writes, construction_argument, written_only_in
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
@@ -137,7 +140,8 @@ def _constructs(value: Optional[ast.expr], cls: ast.ClassDef) -> bool:
 
 def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> frozenset[str]:
     """Parameters of a plain function (``train_step(model, meter)``) that hold an instance of
-    ``cls`` on every call: the function is called (never only named) in this file, every call
+    ``cls`` on every call: the function is called (never only named) in this file and in the files
+    importing it (``imported_calls.function_calls``: each call judged in its file), every call
     passes ``cls(...)``, a name its caller binds only to ``cls(...)`` (or that is itself such a
     parameter) or the ``self`` of a method of ``cls``, and the function never rebinds the
     parameter. Empty when any call is unknown, and on recursion (a function asked again while its
@@ -161,31 +165,30 @@ def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) ->
 def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> Iterator[str]:
     args = function.node.args
     rebound = scope_assignments(ctx, function).assignments
-    sites = list(call_sites(ctx, function))
-    if not sites or any(call is None for _, call in sites):
+    sites = [(ctx, caller, call) for caller, call in call_sites(ctx, function)]
+    sites += [(c.ctx, c.scope, c.call) for c in function_calls(ctx, function)]  # the importing files' calls
+    if not sites or any(call is None for _, _, call in sites):
         return
     for name in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
         position = parameter_position(function, name)
         if rebound.get(name) or position is None:
             continue
-        passed = [(caller, argument_of(call, name, position)) for caller, call in sites]
-        if all(_constructs(value, cls) or isinstance(value, ast.Name) and (holds_instance(ctx, caller, value.id, cls) or _own_self(caller, value, cls))
-               for caller, value in passed):
+        if all(given_instance(own, caller, argument_of(call, name, position), ctx, cls) for own, caller, call in sites):
             yield name
 
 
-def step_arguments(ctx: FileContext, function: Scope, name: str) -> Iterator[tuple[Scope, ast.Call, ast.expr]]:
-    """(caller, call, argument) for each call of a plain function that passes its parameter
-    ``name``, when the function never rebinds it: what the parameter holds on that call."""
-    if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
-        return
-    position = parameter_position(function, name)
-    if position is None or scope_assignments(ctx, function).assignments.get(name):
-        return
-    for caller, call in call_sites(ctx, function):
-        argument = argument_of(call, name, position) if call is not None else None
-        if argument is not None and argument is not STARRED:
-            yield caller, call, argument
+def given_instance(own: FileContext, scope: Scope, value, ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """``value`` (read in ``scope`` of file ``own``) holds an instance of ``cls`` of file ``ctx``: in
+    the class's file ``cls(...)``, a name holding one or the ``self`` of a method of ``cls``; in
+    another file, a construction its imports resolve to the class, or a name every binding of the
+    scope gives one."""
+    if own is ctx:
+        return _constructs(value, cls) or isinstance(value, ast.Name) and (holds_instance(ctx, scope, value.id, cls) or _own_self(scope, value, cls))
+    if isinstance(value, ast.Name):
+        values = [v for _, v in scope_assignments(own, scope).assignments.get(value.id, [])]
+        return bool(values) and all(isinstance(v, ast.Call) and given_instance(own, scope, v, ctx, cls) for v in values)
+    found = imported_class(own, qualified(own, value.func) or "") if isinstance(value, ast.Call) else None
+    return found is not None and found[1].name == cls.name and os.path.abspath(found[0].path) == os.path.abspath(ctx.path)
 
 
 def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:

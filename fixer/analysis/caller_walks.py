@@ -4,7 +4,7 @@
 backward on a parameter (``def _backprop(self, loss): loss.backward(...)``): the graph is each
 caller's, so it is proven walked once only when the helper reads the parameter nowhere else but
 for numbers, runs no other backward and no higher-order gradient, and at every call the project
-makes (all of them known: the helper's name is used only by calls this analysis attributes) the
+makes, in any file (all of them known: the helper's name is used only by calls this analysis attributes) the
 argument's graph is itself walked by nothing after the call (``walked_again`` at the caller, with
 the call in the place of the backward). Otherwise the reason it may be, as ``walked_again``."""
 
@@ -14,9 +14,10 @@ import ast
 from typing import Optional
 
 from fixer.analysis.arguments import bound_arguments
-from fixer.analysis.call_sites import call_sites, word_counts
+from fixer.analysis.call_sites import word_counts
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.importers import class_importers, importer_calls
+from fixer.analysis.importers import class_importers
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.plain_numbers import parameters
 from fixer.analysis.retained_walks import read_for_numbers, walked_again
 from fixer.analysis.names import dotted
@@ -37,13 +38,13 @@ def walked_again_through_callers(ctx: FileContext, scope: Scope, call: BackwardC
     sites = _all_calls(ctx, scope)
     if not sites:
         return reason
-    for caller, site in sites:
+    for own, caller, site in sites:
         given = dict(bound_arguments(scope, site)).get(param)
         if given is None or any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
             return reason
-        if _unchecked_backward_calls(ctx, caller, site):
+        if _unchecked_backward_calls(own, caller, site):
             return f"line {site.lineno}'s caller calls another function that may backpropagate"
-        found = walked_again_through_callers(ctx, caller, BackwardCall(site, given, call.kind), depth + 1)
+        found = walked_again_through_callers(own, caller, BackwardCall(site, given, call.kind), depth + 1)
         if found is not None:
             return f"the graph given at line {site.lineno}: {found}"
     return None
@@ -72,16 +73,16 @@ def _unchecked_backward_calls(ctx: FileContext, caller: Scope, site: ast.Call) -
     )
 
 
-def _all_calls(ctx: FileContext, scope: Scope) -> list[tuple[Scope, ast.Call]]:
-    """Every call of the helper, when the project uses its name only in calls attributed to it:
-    each mention of a method's name in this file (the class used by no other file), or each use
-    of a function's name in this file and the files importing it."""
-    sites = list(call_sites(ctx, scope))
-    if any(site is None for _, site in sites):
+def _all_calls(ctx: FileContext, scope: Scope) -> list[tuple[FileContext, Scope, ast.Call]]:
+    """Every call of the helper in the project (``importers.project_call_sites``: this file and the
+    files importing its module), as (file, caller, call), when each use of the name is such a call:
+    a function's every use there is one; a method's name is mentioned, in this file and in each
+    file importing its class, only by the calls attributed to it."""
+    sites = list(project_call_sites(ctx, scope))
+    if not sites or any(site is None for _, _, site in sites):
         return []
-    if scope.class_node is not None:
-        if word_counts(ctx)[scope.node.name] != len(sites) + 1 or class_importers(ctx, scope.class_node):
-            return []
-        return sites
-    imported = importer_calls(ctx, scope)
-    return [] if imported else sites  # (a caller in another file: its own analysis, not followed here)
+    cls, name = scope.class_node, scope.node.name
+    for own in [ctx, *class_importers(ctx, cls)] if cls is not None else []:
+        if word_counts(own)[name] != sum(1 for other, _, _ in sites if other is own) + (own is ctx):
+            return []  # a mention that is not a call we attribute: another caller may hide there
+    return sites

@@ -17,7 +17,7 @@ from fixer.analysis.project_text import STEP_CALL
 from fixer.analysis.scalers import is_scaler
 from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
 from fixer.analysis.class_model import attribute_writes
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.analysis.slots import dict_slots, slot_name
 from fixer.context import NOTHING, FileContext

@@ -31,7 +31,7 @@ from fixer.analysis.names import dotted
 from fixer.analysis.object_fields import RESETS, field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class
 from fixer.analysis.passes import pass_body
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, returned_into
 from fixer.analysis.training_calls import training_calls

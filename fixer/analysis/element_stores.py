@@ -17,13 +17,16 @@ such values, a call of a project function whose every return is one); None when 
 read converts what it reads with ``float()``/``int()`` (so each element is a one-element tensor today
 and a Python number would do), "tensor" when some read takes ``.item()``, ``.tolist()`` or
 ``.detach()`` of it (a membership test, ``k in self.f``, reads no element). Reads from outside the class count on a name holding an instance of it
-(``agent.f``, or ``log = agent.f`` and then ``float(log["x"])``); None when the field is read or
+(``agent.f``, or ``log = agent.f`` and then ``float(log["x"])``), in this file and in the files
+importing the class (``importers.class_importers``); None when an importing file hands an instance
+on, when the field is read or
 written otherwise outside the object's methods, or reset by the storing method itself (then whether
 it outlives a call is unknown)."""
 
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -32,6 +35,9 @@ from fixer.analysis.call_sites import holds_instance, parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
+from fixer.analysis.importers import class_importers
+from fixer.analysis.imported_definitions import imported_class, imported_function
+from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -251,6 +257,10 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) ->
                 continue
             verdicts.add(_read(ctx, node))
     verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)}
+    for other in class_importers(ctx, cls):  # the scripts that construct and use the object
+        if _handed_on(other, ctx, cls):
+            return None
+        verdicts |= {_outside_read(other, n, cls) for n in walk(other.tree) if isinstance(n, ast.Attribute) and n.attr == field}
     verdicts.discard(KEYS)
     if None in verdicts or not verdicts:
         return None
@@ -272,6 +282,28 @@ def _outside_read(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> O
         return None
     uses = {_read(ctx, n) for n in walk(scope.node) if isinstance(n, ast.Name) and n.id == alias and isinstance(n.ctx, ast.Load)} - {KEYS}
     return None if None in uses or not uses else "tensor" if "tensor" in uses else "number"
+
+
+def _handed_on(other: FileContext, home: FileContext, cls: ast.ClassDef) -> bool:
+    """A file importing the class uses an instance of it otherwise than through an attribute or as
+    an argument of a function or class of the class's own file (whose reads are counted there):
+    ``print(tracker)``, ``report(tracker)`` of a third file. Whoever gets it may read any field."""
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and not isinstance(other.parent(n), ast.Attribute)
+        and not _given_home(other, home, n) and holds_instance(other, scope, n.id, cls)
+        for scope in scopes(other) for n in scope_nodes(scope)
+    )
+
+
+def _given_home(other: FileContext, home: FileContext, node: ast.Name) -> bool:
+    """``node`` is an argument of a call of a function or class that ``home`` defines."""
+    call = other.parent(node)
+    if not (isinstance(call, ast.Call) and node in call.args):
+        return False
+    function = imported_function(other, call.func)
+    found = imported_class(other, qualified(other, call.func) or "")
+    defined = function.ctx if function is not None else found[0] if found is not None else None
+    return defined is not None and os.path.abspath(defined.path) == os.path.abspath(home.path)
 
 
 def _within(ctx: FileContext, node: ast.AST, cls: ast.ClassDef) -> bool:

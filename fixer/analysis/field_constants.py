@@ -22,11 +22,12 @@ import os
 from typing import Optional
 
 from fixer.analysis.arguments import bound_arguments
-from fixer.analysis.call_sites import life_field, path_instance
+from fixer.analysis.call_sites import path_instance
 from fixer.analysis.callees import imported_instance_of
 from fixer.analysis.class_model import attribute_store_lines, attribute_writes, class_methods, init_parameter, written_only_in
 from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.importers import class_importers, neighbours_naming, project_constructions
+from fixer.analysis.project_callers import project_life_field
 from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_of, scopes, statement_index
 from fixer.context import FileContext
@@ -74,10 +75,14 @@ def _owner(ctx: FileContext, scope: Scope, receiver: ast.expr) -> Optional[tuple
     found = path_instance(ctx, where, name) if name else None
     if found is not None:
         return ctx, found, True
-    if name and "." in name:  # self.cfg: what the class's one construction gives it
-        given = life_field(ctx, scope, receiver)
-        where, name = (scope_of(ctx, given), given.id) if isinstance(given, ast.Name) else (where, None)
-    imported = imported_instance_of(ctx, where, name) if name else None
+    own = ctx
+    if name and "." in name:  # self.cfg: what the class's one construction in the project gives it
+        given = project_life_field(ctx, scope, receiver)
+        own, where, name = (given[0], given[1], given[2].id) if given is not None and isinstance(given[2], ast.Name) else (ctx, where, None)
+        found = path_instance(own, where, name) if name and own is not ctx else None
+        if found is not None:
+            return own, found, True  # a class of the constructing file
+    imported = imported_instance_of(own, where, name) if name else None
     return (imported[0], imported[1], True) if imported is not None else None
 
 

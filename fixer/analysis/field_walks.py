@@ -17,26 +17,29 @@ its loss from ``self.fake`` and backpropagates it last):
   statement of that body (or of a method it calls first) that stores each field it reads anew;
 - every other read of those fields, in the class and through the file's instances of it, is
   detached or converted (``.detach()``, ``.item()``, ``float()``), printed, or given to local
-  names whose reads are such; ``self`` and the instances are never handed on as values, and no
-  other file uses the class, and the file reads no saved tensor (``grad_fn._saved_*``).
+  names whose reads are such, in this file and in each file importing the class (whose
+  instances are all made by plain assignments); ``self`` and the instances are never handed on as
+  values, no other file calls the method, and no file reads a saved tensor (``grad_fn._saved_*``).
 Otherwise it returns a short reason."""
 
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from fixer.analysis.bindings import imported_names, module_names
-from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
+from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.calls import BackwardCall
-from fixer.analysis.class_model import class_methods, constructions
+from fixer.analysis.class_model import class_methods
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.importers import class_importers
+from fixer.analysis.importers import class_importers, instances_in, project_constructions
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.retained import TENSOR_METHODS
 from fixer.analysis.retained_callers import callers_pass_data
-from fixer.analysis.scopes import NESTED, Scope, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import NESTED, Scope, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -58,8 +61,8 @@ def walked_through_fields(ctx: FileContext, method: Scope, call: BackwardCall) -
 
 def _prove(ctx: FileContext, method: Scope, call: BackwardCall) -> None:
     cls, me = method.class_node, method.self_name
-    if cls is None or not me or ctx.parent(cls) is not ctx.tree or class_importers(ctx, cls):
-        raise Unproven("not a method of a class only this file uses")
+    if cls is None or not me or ctx.parent(cls) is not ctx.tree:
+        raise Unproven("not a method of a module-level class")
     if not _plain_class(ctx, cls) or method.node.name.startswith("__") or method.node.name == "forward":
         raise Unproven("a base class or subclass may call the method or read the fields")
     body = method.node.body
@@ -82,14 +85,17 @@ def _prove(ctx: FileContext, method: Scope, call: BackwardCall) -> None:
     held = _close(ctx, cls, method, holders)
     _refreshed_before(ctx, method, {f for f in read if f in held})
     _self_not_handed_on(ctx, cls)
-    if "_saved_" in ctx.source:
-        raise Unproven("the file reads saved tensors")
-    for other in scopes(ctx):
-        if other.node is method.node:
-            continue
-        for node in scope_nodes(other):
-            if isinstance(node, ast.Attribute) and node.attr in held and isinstance(node.ctx, ast.Load):
-                _harmless_read(ctx, cls, other, node)
+    for own in [ctx, *class_importers(ctx, cls)]:  # and the scripts that construct and use the object
+        if own is not ctx:
+            _holders_not_handed_on(own, instances_in(own, os.path.abspath(ctx.path), cls.name))
+        if "_saved_" in own.source:
+            raise Unproven("the file reads saved tensors")
+        for other in scopes(own):
+            if other.node is method.node:
+                continue
+            for node in scope_nodes(other):
+                if isinstance(node, ast.Attribute) and node.attr in held and isinstance(node.ctx, ast.Load):
+                    _harmless_read(own, cls, other, node)
 
 
 def _bookkeeping(ctx: FileContext, stmt: ast.stmt) -> bool:
@@ -227,20 +233,17 @@ def _holds_graph(ctx: FileContext, cls: ast.ClassDef, field: str) -> bool:
 
 def _given_data(ctx: FileContext, cls: ast.ClassDef, method: Scope, parameter: str) -> bool:
     """Every call of the method gives ``parameter`` a value without a graph; for ``__init__``,
-    every construction of the class (its default when a construction leaves it out)."""
+    every construction of the class in the project (its default when a construction leaves it out)."""
     if getattr(method.node, "name", "") != "__init__":
         return callers_pass_data(ctx, method, parameter)
-    calls, position = constructions(ctx, cls), parameter_position(method, parameter)
-    if calls is None or position is None:
+    sites, position = project_constructions(ctx, cls), parameter_position(method, parameter)
+    if sites is None or position is None:
         return False
-    for call in calls:
+    for own, scope, call in sites:  # in this file or in a file importing the class
         argument = argument_of(call, parameter, position)
         if argument is None:
-            argument = _default(method, parameter)
-            scope = method
-        else:
-            scope = scope_of(ctx, call)
-        if argument is None or facts(ctx, scope).kind(argument, call) not in (Kind.NONE, Kind.LEAF):
+            own, argument, scope = ctx, _default(method, parameter), method
+        if argument is None or isinstance(argument, ast.Starred) or facts(own, scope).kind(argument, call) not in (Kind.NONE, Kind.LEAF):
             return False
     return True
 
@@ -283,10 +286,10 @@ def _close(ctx: FileContext, cls: ast.ClassDef, method: Scope, fields: set[str])
 def _refreshed_before(ctx: FileContext, method: Scope, fields: set[str]) -> None:
     """The method's one call, ``self.method()`` in another method's body, follows a statement of
     that body storing each field anew (itself, or as the body of a method it calls)."""
-    sites = list(call_sites(ctx, method))
-    if len(sites) != 1 or sites[0][1] is None:
+    sites = list(project_call_sites(ctx, method))
+    if len(sites) != 1 or sites[0][2] is None or sites[0][0] is not ctx:
         raise Unproven("the method is not called exactly once")
-    caller, call = sites[0]
+    _, caller, call = sites[0]
     statement = ctx.statement_of(call)
     if caller.class_node is not method.class_node or ctx.parent(statement) is not caller.node or not isinstance(statement, ast.Expr) \
             or statement.value is not call:
@@ -314,20 +317,26 @@ def _stored_fields(stmt: ast.stmt, me: str) -> set[str]:
 
 
 def _self_not_handed_on(ctx: FileContext, cls: ast.ClassDef) -> None:
-    """``self`` (in the class) and every holder of an instance (each ``Cls(...)`` of the file is
+    """``self`` (in the class) and every holder of an instance (each ``Cls(...)`` of the project is
     the value of an assignment) are only ever read through an attribute, never ``__dict__``."""
     for method in class_methods(ctx, cls).values():
         for node in scope_nodes(method):
             if isinstance(node, ast.Name) and node.id == method.self_name and not isinstance(ctx.parent(node), ast.Attribute):
                 raise Unproven(f"line {node.lineno} hands the object on")
-    if constructions(ctx, cls) is None:
-        raise Unproven("an instance is made otherwise than by an assignment")
+    if project_constructions(ctx, cls) is None:
+        raise Unproven("an instance is made otherwise than by an assignment (here or in a file importing the class)")
     holders = {
         name
         for scope in scopes(ctx)
         for name, defs in facts(ctx, scope).assignments.items()
         if any(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == cls.name for _, v in defs)
     }
+    _holders_not_handed_on(ctx, holders)
+
+
+def _holders_not_handed_on(ctx: FileContext, holders: set[str]) -> None:
+    """The names of the file holding an instance are only ever read through an attribute, and
+    the file never reads an object's ``__dict__``."""
     for node in walk(ctx.tree):
         if isinstance(node, ast.Attribute) and node.attr == "__dict__":
             raise Unproven(f"line {node.lineno} reads an object's __dict__")

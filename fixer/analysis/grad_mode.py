@@ -14,7 +14,7 @@ import ast
 import re
 
 from fixer.analysis.calls import backward_calls
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import NESTED, Scope
 from fixer.context import FileContext

@@ -16,7 +16,7 @@ from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.graph import facts
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, scope_nodes

@@ -1,40 +1,27 @@
-"""Calls of a module-level function from the other files of its project that import it: the
-callers of ``calc_gradient_penalty`` in ``train.py`` when ``helpers.py`` defines it.
-
-A function's callers sit beside its module or above it: the files of its folder, and when that
-folder is a package, of each package folder above and of the folder holding the top package (its
-scripts). Only files whose text names the function and imports something are parsed, and a call
-counts only when the caller's own imports resolve it to this very function (``imported_definitions``). Each
-file read and each folder's set of Python files are recorded for the result cache (a new caller
-changes the answer)."""
+"""Who uses a module-level function or class of this file from the other files of its project:
+the calls of a function (``importer_calls``, through ``imported_calls.function_calls``), of a
+method through the instances the importing files construct, the files importing a class
+(``class_importers``), its constructions and what they give a field (``project_constructions``,
+``construction_arguments``). Each file read and each folder's set of Python files are recorded for
+the result cache (a new caller changes the answer)."""
 
 from __future__ import annotations
 
 import ast
 import os
 import re
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterator, Optional
 
-from fixer import depends
-from fixer.analysis.call_sites import argument_of, call_sites, parameter_position, word_counts
+from fixer.analysis.call_sites import argument_of, parameter_position, word_counts
 from fixer.analysis.callees import imported_instance_of
 from fixer.analysis.class_model import class_methods, constructions, constructor_field
-from fixer.analysis.imported_definitions import imported_class, imported_function
+from fixer.analysis.imported_calls import MAX_CALLING_FILES, ImportedCall, function_calls, names_word, paths_naming
+from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.project_files import bound_of, load_file, read_file
-from fixer.analysis.project_text import word_matches
+from fixer.analysis.project_files import load_file, read_file
+from fixer.analysis.project_text import neighbour_files
 from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
-
-MAX_FILES = 400  # files of the neighbouring folders searched by text, at most
-TRAINING_TEXT = re.compile(r"\.(?:backward|step|zero_grad)\s*\(|autograd\.(?:grad|backward)\b")
-MAX_CALLING_FILES = 8  # files read for the calls of a function or of a class's methods; more: callers unknown
-
-
-class ImportedCall(NamedTuple):
-    ctx: FileContext  # the calling file
-    scope: Scope  # the calling function (or module)
-    call: Optional[ast.Call]  # None for an instance of the method's class handed on or stored
 
 
 def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
@@ -50,20 +37,17 @@ def importer_calls(ctx: FileContext, helper: Scope) -> list[ImportedCall]:
     if cls is not None:
         if ctx.parent(node) is not cls or not helper.self_name or node.decorator_list or node.name.startswith("__"):
             return []  # (a special method is never called by its name)
-        if not ctx.mentions(node, TRAINING_TEXT):
-            return []  # cheap: only a method that trains (backward, step, zero_grad) is followed into scripts
         return ctx.memo(("importer_method_calls", id(node)), lambda: list(_method_calls_from(ctx, cls, node.name)))
     if ctx.parent(node) is not ctx.tree:
         return []
-    here = os.path.abspath(ctx.path)
-    return ctx.memo(("importer_calls", id(node)), lambda: list(_calls_from(ctx, here, node.name)))
+    return function_calls(ctx, helper)
 
 
 def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iterator[ImportedCall]:
     here = os.path.abspath(ctx.path)
-    calling = set(_paths_naming(here, method))  # only files whose text names the method can call it
+    calling = set(paths_naming(here, method))  # only files whose text names the method can call it
     constructing = re.compile(rb"=\s*(?:\w+\.)*%s\s*\(" % re.escape(cls.name.encode()))  # and assigns an instance
-    paths = [p for p in _paths_naming(here, cls.name) if p in calling and constructing.search(read_file(p))]
+    paths = [p for p in paths_naming(here, cls.name) if p in calling and constructing.search(read_file(p))]
     if len(paths) > MAX_CALLING_FILES:
         yield ImportedCall(ctx, scopes(ctx)[0], None)  # a class used across a library: its callers stay unknown
         return
@@ -71,7 +55,7 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
         other = load_file(path)
         if other is None or not _imports_name(other, cls.name):
             continue
-        instances = _instances_in(other, here, cls.name)
+        instances = instances_in(other, here, cls.name)
         if not instances:
             continue
         named = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(instances))))
@@ -91,42 +75,12 @@ def _method_calls_from(ctx: FileContext, cls: ast.ClassDef, method: str) -> Iter
                     yield ImportedCall(other, scope, call if isinstance(call, ast.Call) and call.func is use else None)
 
 
-def _calls_from(ctx: FileContext, here: str, name: str):
-    stem = os.path.basename(os.path.dirname(here) if os.path.basename(here) == "__init__.py" else os.path.splitext(here)[0]).encode()
-    paths = [p for p in _paths_naming(here, name) if _names(read_file(p), stem)]  # (an import of the module names it)
-    if len(paths) > MAX_CALLING_FILES:
-        yield ImportedCall(ctx, scopes(ctx)[0], None)  # a function used across a library: its callers stay unknown
-        return
-    word = re.compile(r"\b%s\b" % re.escape(name))
-    for other in filter(None, map(load_file, paths)):
-        for scope in scopes(other):
-            if not other.mentions(scope.node, word):
-                continue
-            for call in scope_nodes(scope):
-                if isinstance(call, ast.Call) and (dotted(call.func) or "").rpartition(".")[2] == name:
-                    callee = imported_function(other, call.func)
-                    if callee is not None and callee.ctx is not None and os.path.abspath(callee.ctx.path) == here and callee.node.name == name:
-                        yield ImportedCall(other, scope, call)
-
-
 def _naming_files(here: str, name: str) -> Iterator[FileContext]:
     """The parsed neighbours of module ``here`` whose text imports something and names ``name``."""
-    for path in _paths_naming(here, name):
+    for path in paths_naming(here, name):
         other = load_file(path)
         if other is not None:
             yield other
-
-
-def _paths_naming(here: str, name: str) -> tuple[str, ...]:
-    """The neighbours of module ``here`` (itself excluded) whose text imports something and names ``name``."""
-    return tuple(p for p in _folder_paths_naming(os.path.dirname(here), name) if p != here)
-
-
-@depends.remembered
-def _folder_paths_naming(folder: str, name: str) -> tuple[str, ...]:
-    """(Per process and folder: each neighbour is read once per name asked, not once per caller.)"""
-    word = name.encode()
-    return tuple(p for p in _neighbours(os.path.join(folder, "__init__.py")) if b"import" in (data := read_file(p)) and _names(data, word))
 
 
 def neighbours_naming(ctx: FileContext, name: str) -> list[FileContext]:
@@ -135,54 +89,8 @@ def neighbours_naming(ctx: FileContext, name: str) -> list[FileContext]:
     if ctx.path in ("-", "<stdin>") or not os.path.isfile(ctx.path):
         return []
     here, word = os.path.abspath(ctx.path), name.encode()
-    paths = [p for p in _neighbours(os.path.join(os.path.dirname(here), "__init__.py")) if p != here and _names(read_file(p), word)]
+    paths = [p for p in neighbour_files(os.path.join(os.path.dirname(here), "__init__.py")) if p != here and names_word(read_file(p), word)]
     return [other for other in map(load_file, paths) if other is not None]
-
-
-def _names(data: bytes, name: bytes) -> bool:
-    """``name`` occurs in ``data`` as a whole word (found at memchr speed, then its edges checked;
-    an ASCII name by ``re``, which goes on from an occurrence inside a word without Python's loop)."""
-    if name.isascii() and name and (name[-1:].isalnum() or name[-1:] == b"_"):
-        return next(word_matches(re.escape(name) + rb"\b", data), None) is not None
-    at = data.find(name)
-    while at >= 0:
-        before = data[at - 1 : at] if at else b" "
-        after = data[at + len(name) : at + len(name) + 1] or b" "
-        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
-            return True
-        at = data.find(name, at + 1)
-    return False
-
-
-@depends.remembered
-def _neighbours(here: str) -> tuple[str, ...]:
-    """The Python files of the module's folder, of each package folder above it and of the folder
-    holding its top package, within the project's bound; at most MAX_FILES."""
-    folder = os.path.dirname(here)
-    bound = bound_of(folder)
-    folders = [folder]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        parent = os.path.dirname(folder)
-        if parent == folder or bound is not None and not (parent + os.sep).startswith(bound.rstrip(os.sep) + os.sep) and parent != bound:
-            break
-        folder = parent
-        folders.append(folder)
-    found: list[str] = []
-    for each in folders:
-        names = depends.python_files(each)
-        depends.modules_listed(each, names)
-        found += [os.path.join(each, n) for n in names]
-    return tuple(found[:MAX_FILES])
-
-
-def project_call_sites(ctx: FileContext, scope: Scope) -> Iterator[tuple[FileContext, Scope, Optional[ast.Call]]]:
-    """``call_sites.call_sites`` with each caller's file (this one), then the calls of the
-    importing files for a module-level function: (caller's file, caller, call or None for a use
-    that is not a call)."""
-    for caller, call in call_sites(ctx, scope):
-        yield ctx, caller, call
-    for imported in importer_calls(ctx, scope):
-        yield imported.ctx, imported.scope, imported.call
 
 
 def class_importers(ctx: FileContext, cls: ast.ClassDef) -> list[FileContext]:
@@ -228,7 +136,7 @@ def project_constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[
     return ctx.memo(("project_constructions", id(cls)), compute)
 
 
-def _instances_in(other: FileContext, here: str, name: str) -> set[str]:
+def instances_in(other: FileContext, here: str, name: str) -> set[str]:
     """Names ``other`` assigns ``Cls(...)`` of the class ``name`` of module ``here`` (from its
     assignments alone)."""
     found = set()
@@ -287,3 +195,4 @@ def construction_arguments(ctx: FileContext, cls: ast.ClassDef, attr: str) -> Op
             return None  # not given (its default), or through ``*``/``**``
         found.append((own, scope, given))
     return found
+

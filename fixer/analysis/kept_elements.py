@@ -19,11 +19,11 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from fixer.analysis.call_sites import call_sites, init_field, life_field, step_arguments
+from fixer.analysis.call_sites import init_field
 from fixer.analysis.calls import backpropagates_in
 from fixer.analysis.element_stores import ElementStore, bound_argument, element_kinds, element_stores, numeric_readers
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites, project_life_field, step_arguments
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, enclosing_loops, scopes
 from fixer.context import FileContext
@@ -64,21 +64,22 @@ def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
     function or method (no loop of its own) runs in each iteration of the loop around a call of
     it: on an object its parameter holds, when that call's argument is bound before the loop; on
     its own object (``self.update(losses)``) or an object its ``self`` holds for life
-    (``call_sites.life_field``, ``init_field``), when the receiver of that call is bound before the loop."""
+    (``project_callers.project_life_field``, ``init_field``), when the receiver of that call is bound
+    before the loop; the calls are the project's, in whichever file makes them."""
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     if receiver is None or under_no_grad(ctx, call):
         return False
     loops = enclosing_loops(ctx, call, caller)
     if loops:
         return _made_before_loop(ctx, caller, call, receiver) and receiver.id != caller.self_name
-    held = life_field(ctx, caller, receiver) is not None or init_field(ctx, caller, receiver) or isinstance(receiver, ast.Name) and receiver.id == caller.self_name
+    held = project_life_field(ctx, caller, receiver) is not None or init_field(ctx, caller, receiver) or isinstance(receiver, ast.Name) and receiver.id == caller.self_name
     lifted = held or isinstance(receiver, ast.Name)
     steps = lifted and backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
     if held:
-        return any(_made_before_loop(ctx, site_scope, site, site.func.value, steps)
-                   for site_scope, site in call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
+        return any(_made_before_loop(own, site_scope, site, site.func.value, steps)
+                   for own, site_scope, site in project_call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
     return isinstance(receiver, ast.Name) and receiver.id != caller.self_name and any(
-        _made_before_loop(ctx, site_scope, site, argument, steps) for site_scope, site, argument in step_arguments(ctx, caller, receiver.id))
+        _made_before_loop(own, site_scope, site, argument, steps) for own, site_scope, site, argument in step_arguments(ctx, caller, receiver.id))
 
 
 def _made_before_loop(ctx: FileContext, scope: Scope, call: ast.Call, receiver: ast.expr, steps: bool = False) -> bool:

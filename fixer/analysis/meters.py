@@ -10,12 +10,14 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.graph import GraphFacts
 from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.instances import keeps_argument
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project_callers import project_life_field
 from fixer.analysis.scopes import statement_index
 from fixer.analysis.threaded import argument_values
 from fixer.context import FileContext
@@ -35,6 +37,10 @@ def is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
         given = held_for_life(graph.ctx).get("self." + name[len(me) + 1 :]) if me and name.startswith(me + ".") else None
         if given is not None:  # self.losses given at the one construction (Trainer(..., losses)): what that name is bound to
             values = [a.value for a in statement_index(graph.ctx).assigns if any(dotted(t) == given for t in a.targets)]
+        elif me and isinstance(holder, ast.Attribute) and (found := project_life_field(graph.ctx, graph.scope, holder)) is not None:
+            own, scope, argument = found  # given at a construction in another file: judged there
+            values = [v for _, v in scope_assignments(own, scope).assignments.get(argument.id, [])] if isinstance(argument, ast.Name) else [argument]
+            return bool(values) and all(judge(own, v) for v in values)
     verdicts = [judge(graph.ctx, v) for v in values] if graph else []
     if verdicts and None not in verdicts:
         return all(verdicts)

@@ -22,7 +22,8 @@ from fixer.analysis.bindings import module_classes, module_parameter
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.imported_definitions import imported_class
-from fixer.analysis.importers import construction_arguments, project_call_sites
+from fixer.analysis.importers import construction_arguments
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index

@@ -14,7 +14,7 @@ from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.callees import called_function
 from fixer.analysis.scopes import Scope, scope_nodes
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import threaded_parameter
 from fixer.context import FileContext

@@ -13,6 +13,9 @@ from typing import Iterator, Optional
 from fixer import depends
 from fixer.analysis.project_files import MAX_BYTES, bound_of, module_file, module_in_folder, read_file, run_root, within
 
+MAX_NEIGHBOURS = 400  # files of the neighbouring folders searched by text, at most
+TRAINING_SCRIPT = (re.compile(rb"\.zero_grad\s*\("), re.compile(rb"\.step\s*\("))  # with a backward: a script that trains
+
 # a training step frees its graph with a backward pass (``autograd.grad`` stops at its inputs and
 # is never one): the text a step function's definition must hold
 STEP_ALTERNATIVES = (rb"\.backward\s*\(", rb"autograd\.backward\b", rb"manual_backward")
@@ -177,3 +180,50 @@ def file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
     if pattern is STEP_CALL:
         return b"backward" in data and any(part.search(data) for part in STEP_PARTS)
     return pattern.search(data) is not None
+
+
+@depends.remembered
+def neighbour_files(here: str) -> tuple[str, ...]:
+    """The Python files of the module's folder, of each package folder above it and of the folder
+    holding its top package, within the project's bound; at most MAX_NEIGHBOURS."""
+    folder = os.path.dirname(here)
+    bound = bound_of(folder)
+    folders = [folder]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder or bound is not None and not (parent + os.sep).startswith(bound.rstrip(os.sep) + os.sep) and parent != bound:
+            break
+        folder = parent
+        folders.append(folder)
+    found: list[str] = []
+    for each in folders:
+        names = depends.python_files(each)
+        depends.modules_listed(each, names)
+        found += [os.path.join(each, n) for n in names]
+    return tuple(found[:MAX_NEIGHBOURS])
+
+
+def imported_by_matching(path: str, pattern: "re.Pattern[bytes]") -> bool:
+    """A file around the module (``neighbour_files``) whose code matches ``pattern`` and trains
+    (``zero_grad`` and ``step`` calls, outside comments and docstrings) imports it
+    (``from helpers import Tracker``, ``from .helpers import Tracker``, ``from . import helpers``,
+    ``import helpers``): the byte pre-filter of a module whose classes and functions a training
+    script of the project uses (a tracker that keeps graphs has no backward of its own)."""
+    if path in ("-", "<stdin>"):
+        return False
+    here = os.path.abspath(path)
+    return here in _imported_by(os.path.join(os.path.dirname(here), "__init__.py"), pattern, run_root())
+
+
+@depends.remembered
+def _imported_by(here: str, pattern: "re.Pattern[bytes]", root: Optional[str]) -> frozenset[str]:
+    """The modules the files around ``here`` that match ``pattern`` import (per folder and run)."""
+    found = set()
+    for path in neighbour_files(here):
+        if not file_matches(path, pattern) or not all(_matches_in_code(read_file(path), p) for p in (pattern, *TRAINING_SCRIPT)):
+            continue  # (text alone; in code, not a docstring: a training script, not a library's helper or example)
+        for match in import_lines(read_file(path)):
+            dots, module, grouped, listed, plain, _ = (g.decode("ascii", "replace") if g else "" for g in match.groups())
+            names = [plain] if plain else [module] * bool(module) + [f"{module}.{n}" if module else n for n in re.findall(r"\w+", grouped or listed)]
+            found.update(filter(None, (module_file(path, name, 0 if plain else len(dots)) for name in names)))
+    return frozenset(os.path.abspath(f) for f in found)

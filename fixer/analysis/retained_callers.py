@@ -15,7 +15,8 @@ from typing import Optional
 from fixer.analysis.call_sites import STARRED, argument_of, mentioned_outside, parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.importers import importer_calls, project_call_sites
+from fixer.analysis.importers import importer_calls
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
 

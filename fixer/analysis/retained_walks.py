@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.call_sites import call_sites
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.class_model import class_methods
 from fixer.analysis.importers import project_constructions
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.retained import MUTATORS, GraphSources, Sources, sources
 from fixer.analysis.scopes import NESTED, Scope, enclosing_loops, is_static, scope_nodes, scopes
@@ -209,7 +209,8 @@ READING_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "detach", "size",
 
 
 def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int], depth: int = MAX_RETURN_DEPTH) -> bool:
-    """``scope`` is a plain function used only by calls of this file, each dropping its result or
+    """``scope`` is a plain function used only by calls, in this file or in the files importing it
+    (``project_call_sites``), each dropping its result or
     binding it (or its element ``slot`` of a returned tuple) to names that the caller reads only
     for numbers (``loss.item()``, ``print(loss)``, ``float(loss)``) or returns in turn to callers
     that do (``return loss``, ``return model, loss``: followed ``depth`` functions up): no caller
@@ -219,13 +220,13 @@ def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int], depth
         node = scope.node
         if scope.self_name or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list and not is_static(node):
             return False
-        sites = list(call_sites(ctx, scope))
+        sites = list(project_call_sites(ctx, scope))
         if not sites:
             return False
-        for caller, site in sites:
+        for own, caller, site in sites:
             if site is None or caller is scope:
                 return False
-            stmt = ctx.parent(site)
+            stmt = own.parent(site)
             if isinstance(stmt, ast.Expr):
                 continue
             if not isinstance(stmt, ast.Assign) or stmt.value is not site:
@@ -235,7 +236,7 @@ def callers_only_read(ctx: FileContext, scope: Scope, slot: Optional[int], depth
             targets = [t.elts[slot] if slot is not None and isinstance(t, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in t.elts) and slot < len(t.elts) else t for t in stmt.targets]
             bound = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
             reads = [n for n in scope_nodes(caller) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)]
-            if not all(read_for_numbers(ctx, n) or _returned_to_readers(ctx, caller, n, depth) for n in reads):
+            if not all(read_for_numbers(own, n) or _returned_to_readers(own, caller, n, depth) for n in reads):
                 return False
         return True
 

@@ -23,7 +23,7 @@ from typing import Optional
 
 from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
 from fixer.analysis.graph import facts
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
