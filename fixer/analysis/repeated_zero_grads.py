@@ -22,7 +22,7 @@ from typing import Iterator, NamedTuple, Optional
 
 from fixer.analysis.call_events import Event, block_events, call_events, resolved_callee
 from fixer.analysis.protocol import blocks, is_plain_step, optimizer_scopes, touches_grads, zeroes_for
-from fixer.analysis.importers import project_call_sites
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.scopes import Scope, scope_of
 from fixer.context import FileContext
 from fixer.nodes import walk
