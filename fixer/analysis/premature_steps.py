@@ -27,6 +27,7 @@ import ast
 from typing import Iterable, Optional
 
 from fixer.analysis.names import dotted
+from fixer.analysis.passes import guarded_statement, guarded_unit, same_guard
 from fixer.analysis.scopes import enclosing_block
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -35,20 +36,24 @@ LEAVING = (ast.Return, ast.Break, ast.Continue, ast.Raise)
 
 
 def premature_step(ctx: FileContext, step: ast.stmt, backward: ast.stmt, earlier: Iterable[ast.stmt]) -> Optional[ast.stmt]:
-    owner = stepped_optimizer(step)
-    body = enclosing_block(ctx, step)
-    if owner is None or body is None:
+    """(Each statement may sit under a shared guard holding only it: ``passes.guarded_unit``; the
+    four then run on the same passes.)"""
+    unit, back = guarded_unit(ctx, step), guarded_unit(ctx, backward)
+    owner = stepped_optimizer(guarded_statement(ctx, unit))
+    body = enclosing_block(ctx, unit)
+    if owner is None or body is None or not same_guard(ctx, unit, back):
         return None
     at = {id(s): i for i, s in enumerate(body)}
-    j, k = at[id(step)], at.get(id(backward))
-    if k is None or j > k or not any(at.get(id(s), j) < j for s in earlier):
+    j, k = at[id(unit)], at.get(id(back))
+    firsts = [guarded_unit(ctx, s) for s in earlier]
+    if k is None or j > k or not any(at.get(id(s), j) < j and same_guard(ctx, s, unit) for s in firsts):
         return None
     if any(isinstance(n, ast.Call) for s in body[j + 1 : k] for n in walk(s)):
         return None  # a forward pass between would now run at the old weights
     root = owner.partition(".")[0]
     for later in body[k + 1 :]:
-        if stepped_optimizer(later) == owner:
-            return later
+        if stepped_optimizer(guarded_statement(ctx, later)) == owner:
+            return later if same_guard(ctx, later, unit) else None
         for node in walk(later):
             if isinstance(node, LEAVING) or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
                 node.func.attr == "zero_grad" or node.func.attr == "step" and dotted(node.func.value) == owner
