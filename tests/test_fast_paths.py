@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer import suppress
+from fixer import context, suppress
 from fixer.analysis import (
     assignments,
     class_model,
@@ -99,6 +99,30 @@ def test_lines_matching_with_a_leading_word_boundary():
         assert ctx.lines_matching(NOTHING) == []
 
 
+WORD_PATTERNS = [
+    r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?", r"\b(?:step|backward|zero_grad|self|x)\b", r"(?:a|ab|b)",
+    r"\b(?:model|model_|été)", r"(?:loss|los)\b", r"\b(?:_|__init__|i)\b", r"a_?|self",
+]
+
+
+@pytest.mark.parametrize("pattern", WORD_PATTERNS)
+def test_lines_matching_a_word_alternation_by_find(pattern):
+    compiled = re.compile(pattern)
+    assert context._word_alternation(compiled) is not None
+    samples = [*list(_texts())[:150], ("words", "été1 été x_été\nab a\nloss los losses\n_ __init__ i\u00e9 ii self_\nmodel_x x.model\n".encode())]
+    for path, data in samples:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text) if path != "words" else ast.Module(body=[], type_ignores=[]))
+        plain = sorted({bisect.bisect_right(ctx._line_starts, m.start()) for m in compiled.finditer(text)})
+        assert ctx.lines_matching(compiled) == plain, (path, pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"\ba|b", r"\b(?:a|b)\s*\(", r"(?:a)|(?:b)", r"\b(?:a_?)\b", r"a.b", r"\.(?:a|b)"])
+def test_other_patterns_are_searched_by_re(pattern):
+    assert context._word_alternation(re.compile(pattern)) is None
+    assert context._word_alternation(re.compile("a|b", re.IGNORECASE)) is None
+
+
 def test_module_probes_agree_with_the_file_system(tmp_path):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     for name in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/steps.py", "pkg/models.py", "helpers.py"):
@@ -169,10 +193,13 @@ def test_parent_links_are_the_trees():
         assert {id(c): p for c, p in whole.items()} == plain, path
 
 
-@pytest.mark.parametrize("text", ["x = 1\n", "# First-Order MAML\nx = 1\n", "use_fomaml = True\n", "REPTILE = 1\n", "# ſirst order\n", "first = 2\n"])
+@pytest.mark.parametrize("text", ["x = 1\n", "# First-Order MAML\nx = 1\n", "use_fomaml = True\n", "REPTILE = 1\n", "# ſirst order\n", "first = 2\n",
+                                  "# first, in order\n", "FIRST_ORDER = True\n", "first\norder = 1\n", "x = 'firstorder'\n"])
 def test_first_order_gate_answers_as_the_case_insensitive_regex(text):
     ctx = FileContext("m.py", text, ast.parse(text))
     assert gradient_consumers._may_say_first_order(ctx) or not gradient_consumers.FIRST_ORDER.search(text)
+    if text.isascii():  # exact there: no regex over a text that cannot match
+        assert gradient_consumers._may_say_first_order(ctx) == bool(gradient_consumers.FIRST_ORDER.search(text))
     assert gradient_consumers.wants_first_order(ctx, scopes(ctx)[0]) == bool(gradient_consumers.FIRST_ORDER.search(text))
 
 
@@ -270,3 +297,53 @@ def test_an_unpacked_element_has_no_parent_without_mapping_the_file():
     assert isinstance(part, ast.Subscript) and part.value is ctx.tree.body[1].body[0].body[0].value
     assert ctx.parent(part) is None and not ctx._all_parents
     assert ctx.parent(part.value) is ctx.tree.body[1].body[0].body[0]  # the call itself is the tree's
+
+
+def _fixture_scopes():
+    for path in sorted(ROOT.glob("fixtures/**/*.py")):
+        text = path.read_text(encoding="utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        for scope in scopes(ctx):
+            yield path, ctx, scope
+
+
+def test_accumulations_are_found_among_the_statements_picked():
+    from fixer.analysis.accumulations import ACCUMULATING, accumulation
+    from fixer.analysis.scopes import nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        picked = nodes_of(scope, ACCUMULATING)
+        assert picked == [n for n in scope_nodes(scope) if isinstance(n, tuple(ACCUMULATING))], path
+        assert all(accumulation(n) is None for n in scope_nodes(scope) if n not in picked), path
+
+
+def test_element_stores_made_lazily_are_the_eager_scans():
+    from fixer.analysis import element_stores as es
+
+    def eager(ctx, method):  # the scan before its parts were made on first need
+        me = method.self_name
+        if not me:
+            return []
+        params = {a.arg for a in method.node.args.posonlyargs + method.node.args.args + method.node.args.kwonlyargs} - {me}
+        bound = es._bound_names(method)
+        element_names, previous, found = es._element_names(method, params, bound), es._previous_reads(method, bound), []
+        for node in scope_nodes(method):
+            added, own_reads = es._addition(node, me), ()
+            if added is None:
+                added, own_reads = es._recurrence(ctx, node, me, previous, bound)
+            if added is None:
+                continue
+            elements = [e for e in es.flowing_nodes(ctx, added[1]) if es._element_of(e, element_names, params, bound)]
+            elements = tuple(e for e in elements if not any(a in elements for a in ctx.ancestors(e)))
+            parameters = {es._element_of(e, element_names, params, bound)[0] for e in elements}
+            if elements and len(parameters) == 1:
+                iterated = any(es._element_of(e, element_names, params, bound)[1] for e in elements)
+                found.append(es.ElementStore(node, added[0], parameters.pop(), elements, iterated, own_reads))
+        return found
+
+    seen = 0
+    for path, ctx, scope in _fixture_scopes():
+        expected = eager(ctx, scope)
+        assert es.element_stores(ctx, scope) == expected, path
+        seen += bool(expected)
+    assert seen >= 3  # fixtures that keep elements: the comparison saw stores

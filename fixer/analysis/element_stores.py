@@ -32,7 +32,7 @@ from fixer.analysis.call_sites import holds_instance, parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import Scope, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
@@ -41,6 +41,7 @@ NUMBER_CONVERSIONS = frozenset({"float", "int"})
 ELEMENT_METHODS = frozenset({"items", "values"})  # for k, v in d.items() / for v in d.values()
 READ_METHODS = frozenset({"item", "tolist", "detach"})
 KEYS = "keys"  # a read that only tests for a key
+STORING = frozenset({ast.AugAssign, ast.Assign, ast.Expr})  # the statements ``_addition`` and ``_recurrence`` read
 
 
 @dataclass(frozen=True)
@@ -62,16 +63,18 @@ def _stores(ctx: FileContext, method: Scope):
     if not me:
         return
     params = {a.arg for a in method.node.args.posonlyargs + method.node.args.args + method.node.args.kwonlyargs} - {me}
-    bound = _bound_names(method)
-    element_names = _element_names(method, params, bound)
-    previous = _previous_reads(method, bound)
-    for node in scope_nodes(method):
+    bound = element_names = previous = None  # each made when a statement first needs it: most methods store into no field
+    for node in nodes_of(method, STORING):
         added = _addition(node, me)
         own_reads: tuple[ast.stmt, ...] = ()
-        if added is None:
+        if added is None and node.__class__ is ast.Assign and len(node.targets) == 1 and _field(node.targets[0], me) is not None:
+            bound = _bound_names(method) if bound is None else bound
+            previous = _previous_reads(method, bound) if previous is None else previous
             added, own_reads = _recurrence(ctx, node, me, previous, bound)
         if added is None:
             continue
+        bound = _bound_names(method) if bound is None else bound
+        element_names = _element_names(method, params, bound) if element_names is None else element_names
         field, value = added
         found = [e for e in flowing_nodes(ctx, value) if _element_of(e, element_names, params, bound)]
         elements = tuple(e for e in found if not any(a in found for a in ctx.ancestors(e)))  # `p[k]`, not its `k`

@@ -135,6 +135,16 @@ def scope_nodes(scope: Scope) -> list[ast.AST]:
 _NESTED_CLASSES = frozenset(NESTED)  # (ast's node classes are never subclassed)
 
 
+def nodes_of(scope: Scope, classes: frozenset[type]) -> list[ast.AST]:
+    """The nodes of ``scope_nodes`` of one of ``classes`` (ast's, never subclassed), in source
+    order: picked once per scope and classes for the analyses that ask a question of each such
+    node (most of a scope's nodes are names and calls, never statements)."""
+    ctx = scope.ctx
+    if ctx is None:
+        return [n for n in scope_nodes(scope) if n.__class__ in classes]
+    return ctx.memo(("nodes_of", id(scope.node), classes), lambda: [n for n in scope_nodes(scope) if n.__class__ in classes])
+
+
 def _local_nodes(ctx: FileContext, roots: list[ast.AST]) -> list[ast.AST]:
     """``walk_local`` without the nested scopes' nodes, as a list: the walk every scope's analysis
     starts from, made without a generator's cost per node."""
