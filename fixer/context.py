@@ -146,6 +146,11 @@ class FileContext:
         has no parent, known without mapping the whole file to look for it."""
         self._made_up.add(node)
 
+    @property
+    def parent_links(self) -> dict[ast.AST, ast.AST]:
+        """The links recorded so far, for a walk that records each child's as it lists it."""
+        return self._parents
+
     def set_parents(self, children: list[ast.AST], parent: ast.AST) -> None:
         for child in children:
             self._parents[child] = parent

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Union
 
 from fixer.context import FileContext
-from fixer.nodes import child_nodes
+from fixer.nodes import child_nodes, preorder
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
@@ -146,18 +146,9 @@ def nodes_of(scope: Scope, classes: frozenset[type]) -> list[ast.AST]:
 
 
 def _local_nodes(ctx: FileContext, roots: list[ast.AST]) -> list[ast.AST]:
-    """``walk_local`` without the nested scopes' nodes, as a list: the walk every scope's analysis
-    starts from, made without a generator's cost per node."""
-    found, stack = [], roots[::-1]
-    while stack:
-        node = stack.pop()
-        if node.__class__ in _NESTED_CLASSES:
-            continue
-        found.append(node)
-        children = child_nodes(node)
-        ctx.set_parents(children, node)
-        stack += children[::-1]
-    return found
+    """``walk_local`` without the nested scopes' nodes, as a list, made without a generator's cost
+    per node (nor a call per node to list its children and record their parent links)."""
+    return preorder(roots, ctx.parent_links, _NESTED_CLASSES)
 
 
 def _own_roots(scope: Scope) -> list[ast.AST]:
