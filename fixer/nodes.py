@@ -69,6 +69,17 @@ def preorder(roots: list[ast.AST], parents: dict[ast.AST, ast.AST], skipped: fro
     return found
 
 
+def subtree(node: ast.AST) -> list[ast.AST]:
+    """``node`` and every node under it, in no set order (depth first, last child first): for
+    questions about the set, without ``walk``'s queue and generator."""
+    found, todo = [], [node]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo += child_nodes(node)
+    return found
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """``node`` and every node under it, breadth first."""
     todo = deque([node])

@@ -347,3 +347,40 @@ def test_element_stores_made_lazily_are_the_eager_scans():
         assert es.element_stores(ctx, scope) == expected, path
         seen += bool(expected)
     assert seen >= 3  # fixtures that keep elements: the comparison saw stores
+
+
+def test_statements_picked_through_statement_lists_are_those_of_the_scope_walk():
+    from fixer.analysis.scopes import STATEMENTS, nodes_of, scope_statements
+
+    kinds = frozenset({ast.Assign, ast.AugAssign, ast.Expr, ast.Delete, ast.Return})
+    for path, data in [*list(_texts())[:200], ("matching", MATCHING)]:
+        text = data.decode("utf-8")
+        walked, listed = FileContext(str(path), text, ast.parse(text)), FileContext(str(path), text, ast.parse(text))
+        plain = {id(c): p for p in walk(listed.tree) for c in child_nodes(p)}
+        for one, other in zip(scopes(walked), scopes(listed)):
+            expected = [n for n in scope_nodes(one) if isinstance(n, ast.stmt)]
+            assert [ast.dump(n) for n in scope_statements(other)] == [ast.dump(n) for n in expected], path
+            assert [ast.dump(n) for n in nodes_of(other, kinds)] == [ast.dump(n) for n in expected if type(n) in kinds], path
+            assert all(listed.parent_links[n] is plain[id(n)] for n in scope_statements(other)), path  # recorded by the walk
+    assert ast.Try in STATEMENTS and ast.ExceptHandler not in STATEMENTS
+
+
+def test_subtree_holds_what_walk_yields():
+    from fixer.nodes import subtree
+
+    for path, data in list(_texts())[:100]:
+        tree = ast.parse(data)
+        for node in [tree, *tree.body[:20]]:
+            got = subtree(node)
+            assert len(got) == len({id(n) for n in got}) and {id(n) for n in got} == {id(n) for n in walk(node)}, path
+
+
+def test_statement_index_skips_only_statements_that_hold_none():
+    for path, data in [*_texts(), ("matching", MATCHING)]:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        index, every = statement_index(ctx), list(walk(ctx.tree))
+        assert {id(n) for n in index.assigns} == {id(n) for n in every if isinstance(n, ast.Assign)}, path
+        assert {id(n) for n in index.imports} == {id(n) for n in every if isinstance(n, (ast.Import, ast.ImportFrom))}, path
+        assert {id(n) for n in index.classes} == {id(n) for n in every if isinstance(n, ast.ClassDef)}, path
+        assert {id(s.node) for s in index.scopes} == {id(n) for n in every if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))}, path
