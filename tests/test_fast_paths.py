@@ -384,3 +384,25 @@ def test_statement_index_skips_only_statements_that_hold_none():
         assert {id(n) for n in index.imports} == {id(n) for n in every if isinstance(n, (ast.Import, ast.ImportFrom))}, path
         assert {id(n) for n in index.classes} == {id(n) for n in every if isinstance(n, ast.ClassDef)}, path
         assert {id(s.node) for s in index.scopes} == {id(n) for n in every if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))}, path
+
+
+def test_helper_call_gate_answers_as_the_regex():
+    from fixer.analysis import gan_events
+    from fixer.analysis.gan_steps import text_of
+
+    seen = 0
+    for path in sorted(ROOT.glob("fixtures/*discriminator*/*.py")) + sorted(ROOT.glob("fixtures/*fake*/*.py")):
+        text = path.read_text(encoding="utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        names = gan_events._backward_helper_names(ctx)
+        if not names:
+            continue
+        pattern = re.compile(r"(?:(?<![.\w])|\bself\.)(?:%s)\s*\(" % "|".join(map(re.escape, sorted(names))))
+        for scope in scopes(ctx):
+            if isinstance(scope.node, ast.Module):
+                plain = any(pattern.search(text_of(ctx, n)) for n in scope.node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+            else:
+                plain = pattern.search(text_of(ctx, scope.node)) is not None
+            assert gan_events._mentions_call(ctx, scope, names) == plain, path
+            seen += plain
+    assert seen >= 5

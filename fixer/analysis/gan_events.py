@@ -106,7 +106,7 @@ def _backward_helper_names(ctx: FileContext) -> frozenset[str]:
         if not found:
             return frozenset()
         calling = re.compile(rf"(?:(?<![.\w])|\bself\.)(?:{'|'.join(map(re.escape, sorted(found)))})\s*\(")
-        return frozenset(found | {name for name, text in functions if calling.search(text)})  # one level of nesting
+        return frozenset(found | {name for name, text in functions if _may_name(text, found) and calling.search(text)})  # one level of nesting
 
     return ctx.memo("gan_backward_helpers", compute)
 
@@ -121,8 +121,15 @@ def _mentions_call(ctx: FileContext, scope: Scope, names: frozenset[str]) -> boo
     pattern = ctx.memo("gan_helper_call_pattern", compile_pattern)
     if isinstance(scope.node, ast.Module):
         statements = [n for n in scope.node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        return any(pattern.search(text_of(ctx, n)) for n in statements)
-    return pattern.search(text_of(ctx, scope.node)) is not None
+        return any(_may_name(text, names) and pattern.search(text) for text in map(lambda n: text_of(ctx, n), statements))
+    text = text_of(ctx, scope.node)
+    return _may_name(text, names) and pattern.search(text) is not None
+
+
+def _may_name(text: str, names: frozenset[str]) -> bool:
+    """A call of one of ``names`` needs its text: looked for by ``str.find`` before the regex, whose
+    lookbehind-led alternation is tried at every character."""
+    return any(name in text for name in names)
 
 
 def _helper_events(ctx: FileContext, scope: Scope, call: ast.Call, helper: Scope, nested: bool = True) -> list[Event]:
