@@ -406,3 +406,18 @@ def test_helper_call_gate_answers_as_the_regex():
             assert gan_events._mentions_call(ctx, scope, names) == plain, path
             seen += plain
     assert seen >= 5
+
+
+def test_field_additions_and_recurrences_dump_only_what_can_match():
+    from fixer.analysis import element_stores as es
+    from fixer.analysis.accumulations import accumulation
+
+    text = ("class M:\n    def f(self, x, d):\n        self.t = self.t + x\n        y = self.t + x\n        self.e[0] = 0.9 * self.e[0] + x\n"
+            "        self.u = self.u.v + x\n        z = z + x\n        d['k'] = d['k'] + x\n        self.w = g(self.w, x)\n")
+    ctx = FileContext("m.py", text, ast.parse(text))
+    method = scopes(ctx)[1]
+    stmts = method.node.body
+    assert [es._addition(s, "self") is not None for s in stmts] == [True, False, False, False, False, False, False]
+    bound = es._bound_names(method)
+    assert [bool(es._recurrence(ctx, s, "self", {}, bound)[0]) for s in stmts] == [True, False, True, False, False, False, True]
+    assert [a[1] if (a := accumulation(s)) else None for s in stmts] == ["self.t", None, "self.e", None, "z", "d", None]  # (main's answers)

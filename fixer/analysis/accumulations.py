@@ -75,9 +75,11 @@ def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
         target = node.targets[0]
         name = dotted(target) or (dotted(target.value) if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) else None)
+        if not name:
+            return None
         slot = ast.dump(target, annotate_fields=False).replace("Store", "Load")
         for own, other in ((node.value.left, node.value.right), (node.value.right, node.value.left)):
-            if name and _reads_back(own, slot):
+            if _reads_back(own, slot):
                 return node, name, other
         return None
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") in CONCATENATE_NAMES:

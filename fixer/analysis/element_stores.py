@@ -110,7 +110,7 @@ def _recurrence(ctx: FileContext, node: ast.AST, me: str, previous: dict[str, tu
     for read in flowing_nodes(ctx, node.value):
         if isinstance(ctx.parent(read), ast.Compare):
             continue
-        if ast.dump(read, annotate_fields=False) == slot:
+        if read.__class__ is target.__class__ and ast.dump(read, annotate_fields=False) == slot:  # (a dump names the class first)
             reads.append(node)
         elif isinstance(read, ast.Name) and previous.get(read.id, ("", None))[0] == slot:
             reads.append(previous[read.id][1])
@@ -124,9 +124,12 @@ def _addition(node: ast.AST, me: str) -> Optional[tuple[str, ast.expr]]:
         field = _field(node.target, me)
         return (field, node.value) if field else None
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
-        field, target = _field(node.targets[0], me), ast.dump(node.targets[0], annotate_fields=False).replace("Store", "Load")
+        field = _field(node.targets[0], me)
+        if not field:
+            return None  # (no dump of a target that is no field of the object)
+        target = ast.dump(node.targets[0], annotate_fields=False).replace("Store", "Load")
         for own, other in ((node.value.left, node.value.right), (node.value.right, node.value.left)):
-            if field and ast.dump(own, annotate_fields=False) == target:
+            if ast.dump(own, annotate_fields=False) == target:
                 return field, other
         return None
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
