@@ -421,3 +421,17 @@ def test_field_additions_and_recurrences_dump_only_what_can_match():
     bound = es._bound_names(method)
     assert [bool(es._recurrence(ctx, s, "self", {}, bound)[0]) for s in stmts] == [True, False, True, False, False, False, True]
     assert [a[1] if (a := accumulation(s)) else None for s in stmts] == ["self.t", None, "self.e", None, "z", "d", None]  # (main's answers)
+
+
+def test_call_questions_answer_none_off_the_calls_picked():
+    from fixer.analysis.calls import backward_call, optimizer_call
+    from fixer.analysis.protocol import BLOCK_FIELDS, blocks
+    from fixer.analysis.scopes import CALLS, nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        calls = {id(n) for n in nodes_of(scope, CALLS)}
+        others = [n for n in scope_nodes(scope) if id(n) not in calls]
+        assert all(backward_call(ctx, n) is None and optimizer_call(ctx, n) is None for n in others), path
+        plain = [scope.body] + [b for n in scope_nodes(scope) if isinstance(n, ast.stmt) for b in
+                                [*(getattr(n, f, None) for f in BLOCK_FIELDS), *(h.body for h in getattr(n, "handlers", None) or ())] if b]
+        assert [id(b) for b in blocks(scope)] == [id(b) for b in plain], path

@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.names import value_names
 from fixer.analysis.class_model import attribute_writes, construction_argument, written_only_in
-from fixer.analysis.scopes import NAMES, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.scopes import NAMES, Scope, nodes_of, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 STARRED = ast.Starred()

@@ -18,7 +18,7 @@ from typing import Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.scopes import Scope, nodes_of, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, nodes_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 

@@ -33,7 +33,7 @@ from fixer.analysis.gan_steps import (
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes, scopes
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
@@ -72,7 +72,7 @@ def backward_events(ctx: FileContext, scope: Scope) -> list[Event]:
         names = _backward_helper_names(ctx)
         if not names or not _mentions_call(ctx, scope, names):
             return []
-        for node in scope_nodes(scope):
+        for node in nodes_of(scope, CALLS):
             if isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] in names and not under_no_grad(ctx, node):
                 helper = called_function(ctx, scope, node.func, imported=False)
                 if helper is not None and helper.node is not scope.node and not isinstance(helper.node, ast.Module):

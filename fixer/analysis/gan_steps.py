@@ -22,7 +22,7 @@ from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.callees import called_function
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes
 from fixer.analysis.slots import slot_name, stable_field
 from fixer.context import FileContext
 
@@ -46,7 +46,7 @@ def optimizer_steps(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
     found = [o for o in optimizer_calls(ctx, scope) if o.kind == "step"]
     known = {id(o.node) for o in found}
     built = optimizer_params(ctx)
-    for node in scope_nodes(scope):
+    for node in nodes_of(scope, CALLS):
         if isinstance(node, ast.Call) and id(node) not in known and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
             owner = dotted(node.func.value)
             if owner in built:

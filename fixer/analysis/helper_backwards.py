@@ -18,7 +18,7 @@ from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.imported_definitions import imported_step_names
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes
 from fixer.context import FileContext
 
 
@@ -29,8 +29,8 @@ def helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tuple
     found: dict[BackwardCall, tuple[BackwardCall, bool]] = {}
     if not _may_call_steps(ctx, scope):
         return found  # no call of a function that backpropagates
-    for node in scope_nodes(scope):
-        found_helper = _step_helper(ctx, scope, node) if isinstance(node, ast.Call) else None
+    for node in nodes_of(scope, CALLS):
+        found_helper = _step_helper(ctx, scope, node)
         if found_helper is None:
             continue
         helper, own = found_helper
@@ -58,8 +58,8 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
     found: dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]] = {}
     if not _may_call_steps(ctx, scope):
         return found
-    for node in scope_nodes(scope):
-        stmt = ctx.parent(node) if isinstance(node, ast.Call) else None
+    for node in nodes_of(scope, CALLS):
+        stmt = ctx.parent(node)
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
             continue
         found_helper = _step_helper(ctx, scope, node)
