@@ -435,3 +435,24 @@ def test_call_questions_answer_none_off_the_calls_picked():
         plain = [scope.body] + [b for n in scope_nodes(scope) if isinstance(n, ast.stmt) for b in
                                 [*(getattr(n, f, None) for f in BLOCK_FIELDS), *(h.body for h in getattr(n, "handlers", None) or ())] if b]
         assert [id(b) for b in blocks(scope)] == [id(b) for b in plain], path
+
+
+def test_declarations_and_escaping_names_from_the_nodes_picked():
+    from fixer.analysis import accumulations as acc
+
+    seen = 0
+    for path, ctx, scope in _fixture_scopes():
+        declared = {n for node in scope_nodes(scope) if isinstance(node, (ast.Nonlocal, ast.Global)) for n in node.names}
+        assert all(acc._declared_outside(scope, n) == (n in declared) for n in [*declared, "total", "loss"]), path
+        plain: set[str] = set()
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Return) and node.value is not None:
+                plain |= {d for n in walk(node.value) if (d := names.dotted(n))}
+            if isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
+                plain |= {d for n in walk(node.value) if (d := names.dotted(n))}
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in acc.TERMINAL_CALLS):
+                if getattr(node.func, "attr", None) not in acc.TERMINAL_METHODS:
+                    plain.update(d for a in node.args if (d := names.dotted(a)))
+        assert acc._escaping_names(scope) == plain, path
+        seen += bool(declared)
+    assert seen >= 1

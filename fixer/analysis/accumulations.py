@@ -17,10 +17,10 @@ from fixer.analysis.meters import container, is_meter
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.carried_flow import position
 from fixer.analysis.retained_walks import returned_only_for_numbers
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
+from fixer.analysis.scopes import Scope, enclosing_loops, nodes_of, scope_nodes
 from fixer.analysis.threaded import persistent_argument, threaded_parameter
 from fixer.context import FileContext
-from fixer.nodes import walk
+from fixer.nodes import subtree, walk
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 
@@ -145,9 +145,12 @@ def outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: 
     return False
 
 
+DECLARATIONS = frozenset({ast.Nonlocal, ast.Global})
+
+
 def _declared_outside(scope: Scope, name: str) -> bool:
     """The scope declares ``name`` ``nonlocal`` or ``global``: a variable that outlives each call."""
-    return any(isinstance(n, (ast.Nonlocal, ast.Global)) and name in n.names for n in scope_nodes(scope))
+    return any(name in n.names for n in nodes_of(scope, DECLARATIONS))
 
 
 def is_accumulation_of(stmt: ast.AST, accumulator: str) -> bool:
@@ -170,7 +173,7 @@ def graph_part(graph: GraphFacts, value: ast.expr, at: ast.AST) -> Optional[ast.
 
 
 def dotted_names(expr: ast.AST) -> set[str]:
-    return {name for node in walk(expr) if (name := dotted(node))}
+    return {name for node in subtree(expr) if (name := dotted(node))}
 
 
 def reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
@@ -207,10 +210,13 @@ def escapes(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str)
     return bool(_derived(graph, accumulator) & ctx.memo(("escaping_names", id(scope.node)), lambda: _escaping_names(scope)))
 
 
+LEAVING = frozenset({ast.Return, ast.Assign, ast.Call})  # what ``_escaping_names`` reads
+
+
 def _escaping_names(scope: Scope) -> set[str]:
     """The names whose values leave the scope: returned, stored on an object, passed to a call."""
     names: set[str] = set()
-    for node in scope_nodes(scope):
+    for node in nodes_of(scope, LEAVING):
         if isinstance(node, ast.Return) and node.value is not None:
             names |= dotted_names(node.value)
         if isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
