@@ -31,30 +31,34 @@ def _word_character(char: str) -> bool:
 
 _WORD = re.compile(r"\w+")
 _OPTIONAL_LAST = re.compile(r"(\w+)\w\?")  # ``requires_grad_?``: starts where ``requires_grad`` does
+_CALLED = r"\s*\("  # a suffix of the words' group: a call (its text has no word character to start another match)
+_CALL = re.compile(_CALLED)
 
 
 @functools.lru_cache(maxsize=None)
-def _word_alternation(pattern: "re.Pattern[str]") -> Optional[tuple[tuple[str, ...], bool, bool]]:
-    r"""(words, leading ``\b``, trailing ``\b``) when ``pattern`` is ``a|b|c`` or ``\b(?:a|b)\b``
-    over plain words (an alternative may end in one optional word character unless a ``\b``
-    follows), else None. Such a pattern starts a match on the lines where one of its words starts
-    an occurrence with the boundaries: a match hiding another overlaps it on its line."""
+def _word_alternation(pattern: "re.Pattern[str]") -> Optional[tuple[tuple[str, ...], bool, bool, bool]]:
+    r"""(words, leading ``\b``, trailing ``\b``, called) when ``pattern`` is ``a|b|c``,
+    ``\b(?:a|b)\b`` or ``\b(?:a|b)\s*\(`` over plain words (an alternative may end in one
+    optional word character unless something follows), else None. Such a pattern starts a match
+    on the lines where one of its words starts an occurrence with the boundaries (and the call
+    after it): a match hiding another overlaps it on its line."""
     text = pattern.pattern
     if pattern.flags != re.UNICODE:
         return None
     leading, trailing = text.startswith(r"\b"), text.endswith(r"\b") and not text.endswith(r"\\b")
-    inner = text[2 if leading else 0 : -2 if trailing else None]
+    called = text.endswith(")" + _CALLED)
+    inner = text[2 if leading else 0 : -2 if trailing else -len(_CALLED) if called else None]
     if inner.startswith("(?:") and inner.endswith(")"):
         inner = inner[3:-1]
-    elif leading or trailing:
+    elif leading or trailing or called:
         return None  # ``\ba|b``: the boundary belongs to the first alternative only
     words = []
     for alternative in inner.split("|"):
-        optional = None if trailing else _OPTIONAL_LAST.fullmatch(alternative)
+        optional = None if trailing or called else _OPTIONAL_LAST.fullmatch(alternative)
         if optional is None and not _WORD.fullmatch(alternative):
             return None
         words.append(optional.group(1) if optional else alternative)
-    return tuple(words), leading, trailing
+    return tuple(words), leading, trailing, called
 
 
 class FileContext:
@@ -220,7 +224,7 @@ class FileContext:
 
         return self.memo(("lines", pattern.pattern), compute)
 
-    def _lines_of_words(self, words: tuple[str, ...], leading: bool, trailing: bool) -> list[int]:
+    def _lines_of_words(self, words: tuple[str, ...], leading: bool, trailing: bool, called: bool) -> list[int]:
         """``lines_matching`` for a ``_word_alternation``: each word found by ``str.find``, which
         skips ahead by the word's length where ``re`` tries the alternation at every character."""
         text, found = self.source, set()
@@ -228,7 +232,8 @@ class FileContext:
             at = text.find(word)
             while at >= 0:
                 end = at + len(word)
-                if not (leading and at and _word_character(text[at - 1])) and not (trailing and end < len(text) and _word_character(text[end])):
+                if not (leading and at and _word_character(text[at - 1])) and not (trailing and end < len(text) and _word_character(text[end])) \
+                        and not (called and _CALL.match(text, end) is None):
                     found.add(bisect.bisect_right(self._line_starts, at))
                 at = text.find(word, at + 1)
         return sorted(found)

@@ -102,6 +102,7 @@ def test_lines_matching_with_a_leading_word_boundary():
 WORD_PATTERNS = [
     r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?", r"\b(?:step|backward|zero_grad|self|x)\b", r"(?:a|ab|b)",
     r"\b(?:model|model_|été)", r"(?:loss|los)\b", r"\b(?:_|__init__|i)\b", r"a_?|self",
+    r"\b(?:step|backward|zero_grad|train|x)\s*\(", r"(?:a|ab|los)\s*\(",
 ]
 
 
@@ -109,7 +110,8 @@ WORD_PATTERNS = [
 def test_lines_matching_a_word_alternation_by_find(pattern):
     compiled = re.compile(pattern)
     assert context._word_alternation(compiled) is not None
-    samples = [*list(_texts())[:150], ("words", "été1 été x_été\nab a\nloss los losses\n_ __init__ i\u00e9 ii self_\nmodel_x x.model\n".encode())]
+    samples = [*list(_texts())[:150], ("words", "été1 été x_été\nab a\nloss los losses\n_ __init__ i\u00e9 ii self_\nmodel_x x.model\n"
+                                                "ab (\n  a\n(x) los(ab\n(\nx(\n".encode())]
     for path, data in samples:
         text = data.decode("utf-8")
         ctx = FileContext(str(path), text, ast.parse(text) if path != "words" else ast.Module(body=[], type_ignores=[]))
@@ -117,7 +119,7 @@ def test_lines_matching_a_word_alternation_by_find(pattern):
         assert ctx.lines_matching(compiled) == plain, (path, pattern)
 
 
-@pytest.mark.parametrize("pattern", [r"\ba|b", r"\b(?:a|b)\s*\(", r"(?:a)|(?:b)", r"\b(?:a_?)\b", r"a.b", r"\.(?:a|b)"])
+@pytest.mark.parametrize("pattern", [r"\ba|b", r"\b(?:a|b)\s*\[", r"a|b\s*\(", r"\b(?:a_?)\s*\(", r"(?:a)|(?:b)", r"\b(?:a_?)\b", r"a.b", r"\.(?:a|b)"])
 def test_other_patterns_are_searched_by_re(pattern):
     assert context._word_alternation(re.compile(pattern)) is None
     assert context._word_alternation(re.compile("a|b", re.IGNORECASE)) is None
