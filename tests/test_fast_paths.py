@@ -458,3 +458,22 @@ def test_declarations_and_escaping_names_from_the_nodes_picked():
         assert acc._escaping_names(scope) == plain, path
         seen += bool(declared)
     assert seen >= 1
+
+
+def test_rebound_and_global_names_answer_as_the_walks():
+    from fixer.analysis import field_constants as fc
+
+    text = "g = 1\nglobal_x = 2\ndef f(a):\n    global h\n    h = g\n    def inner():\n        x = 1\n    del y\n    return a\nclass C:\n    def m(self):\n        z: int = 3\n"
+    for path, data in [("text", text.encode()), *list(_texts())[:12]]:
+        source = data.decode("utf-8")
+        ctx = FileContext(str(path), source, ast.parse(source))
+        words = sorted(set(re.findall(r"[A-Za-z_]\w*", source)))[:60] + ["g", "h", "x", "y", "z", "nothing"]
+        for name in words:
+            assert fc._rebound(ctx, name) == any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(ctx.tree))
+        for scope in scopes(ctx)[1:6]:
+            args = scope.node.args
+            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a is not None}
+            for name in words:
+                bound = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(scope.node))
+                declared = any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(ctx.tree))
+                assert fc._global(ctx, scope, name) == (name not in params and not bound and not declared), (path, name)
