@@ -355,14 +355,15 @@ def test_statements_picked_through_statement_lists_are_those_of_the_scope_walk()
     from fixer.analysis.scopes import STATEMENTS, nodes_of, scope_statements
 
     kinds = frozenset({ast.Assign, ast.AugAssign, ast.Expr, ast.Delete, ast.Return})
-    for path, data in [*list(_texts())[:200], ("matching", MATCHING)]:
+    for path, data in [*list(_texts())[:100], ("matching", MATCHING)]:
         text = data.decode("utf-8")
-        walked, listed = FileContext(str(path), text, ast.parse(text)), FileContext(str(path), text, ast.parse(text))
+        tree = ast.parse(text)  # one tree, two contexts: the statement walk records its own links
+        walked, listed = FileContext(str(path), text, tree), FileContext(str(path), text, tree)
         plain = {id(c): p for p in walk(listed.tree) for c in child_nodes(p)}
         for one, other in zip(scopes(walked), scopes(listed)):
             expected = [n for n in scope_nodes(one) if isinstance(n, ast.stmt)]
-            assert [ast.dump(n) for n in scope_statements(other)] == [ast.dump(n) for n in expected], path
-            assert [ast.dump(n) for n in nodes_of(other, kinds)] == [ast.dump(n) for n in expected if type(n) in kinds], path
+            assert list(map(id, scope_statements(other))) == list(map(id, expected)), path
+            assert list(map(id, nodes_of(other, kinds))) == [id(n) for n in expected if type(n) in kinds], path
             assert all(listed.parent_links[n] is plain[id(n)] for n in scope_statements(other)), path  # recorded by the walk
     assert ast.Try in STATEMENTS and ast.ExceptHandler not in STATEMENTS
 
@@ -378,7 +379,7 @@ def test_subtree_holds_what_walk_yields():
 
 
 def test_statement_index_skips_only_statements_that_hold_none():
-    for path, data in [*_texts(), ("matching", MATCHING)]:
+    for path, data in [*list(_texts())[:300], ("matching", MATCHING)]:
         text = data.decode("utf-8")
         ctx = FileContext(str(path), text, ast.parse(text))
         index, every = statement_index(ctx), list(walk(ctx.tree))
