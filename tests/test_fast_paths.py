@@ -478,3 +478,11 @@ def test_rebound_and_global_names_answer_as_the_walks():
                 bound = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(scope.node))
                 declared = any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(ctx.tree))
                 assert fc._global(ctx, scope, name) == (name not in params and not bound and not declared), (path, name)
+
+
+def test_returns_and_loops_picked_from_the_statements():
+    from fixer.analysis.scopes import LOOP_STATEMENTS, RETURNS, nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        assert nodes_of(scope, RETURNS) == [n for n in scope_nodes(scope) if isinstance(n, ast.Return)], path
+        assert nodes_of(scope, LOOP_STATEMENTS) == [n for n in scope_nodes(scope) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))], path

@@ -18,7 +18,7 @@ from fixer.analysis.scalers import is_scaler
 from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.importers import project_call_sites
-from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.analysis.slots import dict_slots, slot_name
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
@@ -278,7 +278,7 @@ def _returns_only(callee: Optional[Scope], wanted) -> bool:
     """``callee`` (a function of this file) returns a ``wanted`` value on every return."""
     if callee is None:
         return False
-    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+    returns = [n.value for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return)]
     return bool(returns) and all(v is not None and wanted(v) for v in returns)
 
 

@@ -32,7 +32,7 @@ from fixer.analysis.call_sites import holds_instance, parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.scopes import Scope, nodes_of, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
@@ -216,7 +216,7 @@ def element_kinds(ctx: FileContext, scope: Scope, expr: ast.expr, at: ast.AST, s
         if callee is None:
             return None
         home = callee.ctx or ctx
-        returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+        returns = [n.value for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return)]
         kinds = set()
         for value in returns:
             found = element_kinds(home, callee, value, value, sequence, depth - 1) if value is not None else None

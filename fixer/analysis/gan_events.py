@@ -33,7 +33,7 @@ from fixer.analysis.gan_steps import (
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
-from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes, scopes
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of, scope_nodes, scopes
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
@@ -242,7 +242,7 @@ def _returned_as(helper: Scope, key: str) -> set[str]:
     """``{RETURNED}`` or ``{RETURNED + ":i"}`` when every return of the helper gives back its local
     ``key`` (whole, or as element ``i`` of a tuple): the caller names it where it binds the result."""
     places = set()
-    for ret in (n for n in scope_nodes(helper) if isinstance(n, ast.Return)):
+    for ret in (n for n in nodes_of(helper, RETURNS) if isinstance(n, ast.Return)):
         value = ret.value
         if isinstance(value, ast.Tuple):
             places.add(next((f"{RETURNED}:{i}" for i, e in enumerate(value.elts) if dotted(e) == key), None))

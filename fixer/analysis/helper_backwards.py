@@ -18,7 +18,7 @@ from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.imported_definitions import imported_step_names
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of
 from fixer.context import FileContext
 
 
@@ -121,7 +121,7 @@ def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.expr]]:
 def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int]) -> Optional[BackwardCall]:
     """The helper's backward call that frees, on every call, the name every ``return`` hands back
     at ``slot`` (None: the whole value)."""
-    returns = [n for n in scope_nodes(helper) if isinstance(n, ast.Return)]
+    returns = [n for n in nodes_of(helper, RETURNS) if isinstance(n, ast.Return)]
     names = set()
     for ret in returns:
         value = ret.value

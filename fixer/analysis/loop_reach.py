@@ -30,7 +30,7 @@ from fixer.analysis.class_model import attribute_writes, class_methods, construc
 from fixer.analysis.graph import facts
 from fixer.analysis.graph_reuse import BINDING, assigned_names, innermost_loop, repeats_per_iteration
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import LOOP_STATEMENTS, RETURNS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -62,7 +62,7 @@ def iteration_backwards(ctx: FileContext) -> list[IterationBackward]:
                 loop = innermost_loop(ctx, call.node, scope.node)
                 if loop is not None and frees_graph(call) and repeats_per_iteration(ctx, call, loop):
                     found.append(IterationBackward(scope, loop, scope, call))
-            for loop in (n for n in scope_nodes(scope) if isinstance(n, LOOPS)) if stepping else ():
+            for loop in nodes_of(scope, LOOP_STATEMENTS) if stepping else ():
                 found.extend(_through_step_calls(ctx, scope, loop))
         return found
 
@@ -126,7 +126,7 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
             elif isinstance(node, ast.Call) and depth > 0:
                 callee = callee_method(ctx, scope, node.func, rebound, bound)
                 if callee is not None and id(callee.node) not in seen:
-                    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return) and n.value is not None]
+                    returns = [n.value for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
                     inner = _bindings(ctx, scope, node, callee, rebound, bound)
                     found |= read_fields(ctx, callee, returns, local_names(callee), inner, depth - 1, seen | {id(callee.node)})
     return found

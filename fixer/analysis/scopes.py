@@ -141,6 +141,8 @@ def scope_nodes(scope: Scope) -> list[ast.AST]:
 
 _NESTED_CLASSES = frozenset(NESTED)  # (ast's node classes are never subclassed)
 CALLS = frozenset({ast.Call})
+RETURNS = frozenset({ast.Return})
+LOOP_STATEMENTS = frozenset(LOOPS)
 NAMES = frozenset({ast.Name, ast.Attribute})
 
 
