@@ -486,3 +486,15 @@ def test_returns_and_loops_picked_from_the_statements():
     for path, ctx, scope in _fixture_scopes():
         assert nodes_of(scope, RETURNS) == [n for n in scope_nodes(scope) if isinstance(n, ast.Return)], path
         assert nodes_of(scope, LOOP_STATEMENTS) == [n for n in scope_nodes(scope) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))], path
+
+
+def test_bindings_are_read_only_from_the_binding_nodes():
+    from fixer.analysis.assignments import BINDINGS, Assignments
+    from fixer.analysis.graph_reuse import assigned_names
+    from fixer.analysis.scopes import nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        assert all(not assigned_names(n) for n in scope_nodes(scope) if type(n) not in BINDINGS), path
+        assert nodes_of(scope, BINDINGS) == [n for n in scope_nodes(scope) if type(n) in BINDINGS], path
+        names = {d for n in scope_nodes(scope) for d in assigned_names(n)}
+        assert names <= set(Assignments(ctx, scope).assignments) | {None}, path

@@ -29,9 +29,6 @@ def inside(ctx: FileContext, node: ast.AST, container: ast.AST) -> bool:
     return any(parent is container for parent in ctx.ancestors(node))
 
 
-BINDING = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem})  # what ``assigned_names`` reads
-
-
 def assigned_names(node: ast.AST) -> list[str]:
     """Names bound by an assignment-like statement (``a, b = ...``, ``x += ...``, ``for i in ...``)."""
     if isinstance(node, ast.Assign):

@@ -23,12 +23,13 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from fixer.analysis.assignments import BINDINGS
 from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument
 from fixer.analysis.graph import facts
-from fixer.analysis.graph_reuse import BINDING, assigned_names, innermost_loop, repeats_per_iteration
+from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import LOOP_STATEMENTS, RETURNS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
@@ -103,7 +104,7 @@ def rebound_in(loop: ast.AST) -> set[str]:
 
 def local_names(scope: Scope) -> set[str]:
     """Names a function binds in its body: made anew at every call."""
-    return {name for node in nodes_of(scope, BINDING) for name in assigned_names(node)}
+    return {name for node in nodes_of(scope, BINDINGS) for name in assigned_names(node)}
 
 
 def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: set[str], bound: Optional[Bound] = None,
