@@ -29,6 +29,38 @@ def _word_character(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+_WORD = re.compile(r"\w+")
+_OPTIONAL_LAST = re.compile(r"(\w+)\w\?")  # ``requires_grad_?``: starts where ``requires_grad`` does
+_CALLED = r"\s*\("  # a suffix of the words' group: a call (its text has no word character to start another match)
+_CALL = re.compile(_CALLED)
+
+
+@functools.lru_cache(maxsize=None)
+def _word_alternation(pattern: "re.Pattern[str]") -> Optional[tuple[tuple[str, ...], bool, bool, bool]]:
+    r"""(words, leading ``\b``, trailing ``\b``, called) when ``pattern`` is ``a|b|c``,
+    ``\b(?:a|b)\b`` or ``\b(?:a|b)\s*\(`` over plain words (an alternative may end in one
+    optional word character unless something follows), else None. Such a pattern starts a match
+    on the lines where one of its words starts an occurrence with the boundaries (and the call
+    after it): a match hiding another overlaps it on its line."""
+    text = pattern.pattern
+    if pattern.flags != re.UNICODE:
+        return None
+    leading, trailing = text.startswith(r"\b"), text.endswith(r"\b") and not text.endswith(r"\\b")
+    called = text.endswith(")" + _CALLED)
+    inner = text[2 if leading else 0 : -2 if trailing else -len(_CALLED) if called else None]
+    if inner.startswith("(?:") and inner.endswith(")"):
+        inner = inner[3:-1]
+    elif leading or trailing or called:
+        return None  # ``\ba|b``: the boundary belongs to the first alternative only
+    words = []
+    for alternative in inner.split("|"):
+        optional = None if trailing or called else _OPTIONAL_LAST.fullmatch(alternative)
+        if optional is None and not _WORD.fullmatch(alternative):
+            return None
+        words.append(optional.group(1) if optional else alternative)
+    return tuple(words), leading, trailing, called
+
+
 class FileContext:
     def __init__(self, path: str, source: str, tree: Optional[ast.Module] = None, newline: str = "\n", root: Optional[str] = None):
         self.path = path
@@ -118,6 +150,11 @@ class FileContext:
         has no parent, known without mapping the whole file to look for it."""
         self._made_up.add(node)
 
+    @property
+    def parent_links(self) -> dict[ast.AST, ast.AST]:
+        """The links recorded so far, for a walk that records each child's as it lists it."""
+        return self._parents
+
     def set_parents(self, children: list[ast.AST], parent: ast.AST) -> None:
         for child in children:
             self._parents[child] = parent
@@ -176,6 +213,9 @@ class FileContext:
         def compute() -> list[int]:
             if pattern is NOTHING:
                 return []
+            words = _word_alternation(pattern)
+            if words is not None:
+                return self._lines_of_words(*words)
             text, search, bounded = self.source, *_literal_first(pattern)
             offsets = (m.start() for m in search.finditer(text))
             if bounded:  # the leading ``\b`` of the pattern, tested after the search
@@ -183,6 +223,20 @@ class FileContext:
             return sorted({bisect.bisect_right(self._line_starts, at) for at in offsets})
 
         return self.memo(("lines", pattern.pattern), compute)
+
+    def _lines_of_words(self, words: tuple[str, ...], leading: bool, trailing: bool, called: bool) -> list[int]:
+        """``lines_matching`` for a ``_word_alternation``: each word found by ``str.find``, which
+        skips ahead by the word's length where ``re`` tries the alternation at every character."""
+        text, found = self.source, set()
+        for word in words:
+            at = text.find(word)
+            while at >= 0:
+                end = at + len(word)
+                if not (leading and at and _word_character(text[at - 1])) and not (trailing and end < len(text) and _word_character(text[end])) \
+                        and not (called and _CALL.match(text, end) is None):
+                    found.add(bisect.bisect_right(self._line_starts, at))
+                at = text.find(word, at + 1)
+        return sorted(found)
 
     def mentions(self, node: ast.AST, pattern: "re.Pattern[str]") -> bool:
         """True if ``pattern`` matches somewhere on the lines of ``node``."""

@@ -41,6 +41,45 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return children
 
 
+def preorder(roots: list[ast.AST], parents: dict[ast.AST, ast.AST], skipped: frozenset[type]) -> list[ast.AST]:
+    """The nodes under ``roots`` in source order (depth first), each root included, never
+    entering nor listing a node of a ``skipped`` class; each listed node's children recorded in
+    ``parents``. ``child_nodes`` written inline: the walk every scope's analysis starts from."""
+    found, stack = [], roots[::-1]
+    while stack:
+        node = stack.pop()
+        cls = node.__class__
+        if cls in skipped:
+            continue
+        found.append(node)
+        children = []
+        for name in _fields.get(cls) or _node_fields(cls):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        children.append(item)
+                        parents[item] = node
+            elif isinstance(value, ast.AST):
+                children.append(value)
+                parents[value] = node
+        if children:
+            children.reverse()
+            stack += children
+    return found
+
+
+def subtree(node: ast.AST) -> list[ast.AST]:
+    """``node`` and every node under it, in no set order (depth first, last child first): for
+    questions about the set, without ``walk``'s queue and generator."""
+    found, todo = [], [node]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo += child_nodes(node)
+    return found
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """``node`` and every node under it, breadth first."""
     todo = deque([node])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer import suppress
+from fixer import context, suppress
 from fixer.analysis import (
     assignments,
     class_model,
@@ -99,6 +99,32 @@ def test_lines_matching_with_a_leading_word_boundary():
         assert ctx.lines_matching(NOTHING) == []
 
 
+WORD_PATTERNS = [
+    r"set_grad_enabled|inference_mode|no_grad|enable_grad|requires_grad_?", r"\b(?:step|backward|zero_grad|self|x)\b", r"(?:a|ab|b)",
+    r"\b(?:model|model_|été)", r"(?:loss|los)\b", r"\b(?:_|__init__|i)\b", r"a_?|self",
+    r"\b(?:step|backward|zero_grad|train|x)\s*\(", r"(?:a|ab|los)\s*\(",
+]
+
+
+@pytest.mark.parametrize("pattern", WORD_PATTERNS)
+def test_lines_matching_a_word_alternation_by_find(pattern):
+    compiled = re.compile(pattern)
+    assert context._word_alternation(compiled) is not None
+    samples = [*list(_texts())[:150], ("words", "été1 été x_été\nab a\nloss los losses\n_ __init__ i\u00e9 ii self_\nmodel_x x.model\n"
+                                                "ab (\n  a\n(x) los(ab\n(\nx(\n".encode())]
+    for path, data in samples:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text) if path != "words" else ast.Module(body=[], type_ignores=[]))
+        plain = sorted({bisect.bisect_right(ctx._line_starts, m.start()) for m in compiled.finditer(text)})
+        assert ctx.lines_matching(compiled) == plain, (path, pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"\ba|b", r"\b(?:a|b)\s*\[", r"a|b\s*\(", r"\b(?:a_?)\s*\(", r"(?:a)|(?:b)", r"\b(?:a_?)\b", r"a.b", r"\.(?:a|b)"])
+def test_other_patterns_are_searched_by_re(pattern):
+    assert context._word_alternation(re.compile(pattern)) is None
+    assert context._word_alternation(re.compile("a|b", re.IGNORECASE)) is None
+
+
 def test_module_probes_agree_with_the_file_system(tmp_path):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     for name in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/steps.py", "pkg/models.py", "helpers.py"):
@@ -169,10 +195,13 @@ def test_parent_links_are_the_trees():
         assert {id(c): p for c, p in whole.items()} == plain, path
 
 
-@pytest.mark.parametrize("text", ["x = 1\n", "# First-Order MAML\nx = 1\n", "use_fomaml = True\n", "REPTILE = 1\n", "# ſirst order\n", "first = 2\n"])
+@pytest.mark.parametrize("text", ["x = 1\n", "# First-Order MAML\nx = 1\n", "use_fomaml = True\n", "REPTILE = 1\n", "# ſirst order\n", "first = 2\n",
+                                  "# first, in order\n", "FIRST_ORDER = True\n", "first\norder = 1\n", "x = 'firstorder'\n"])
 def test_first_order_gate_answers_as_the_case_insensitive_regex(text):
     ctx = FileContext("m.py", text, ast.parse(text))
     assert gradient_consumers._may_say_first_order(ctx) or not gradient_consumers.FIRST_ORDER.search(text)
+    if text.isascii():  # exact there: no regex over a text that cannot match
+        assert gradient_consumers._may_say_first_order(ctx) == bool(gradient_consumers.FIRST_ORDER.search(text))
     assert gradient_consumers.wants_first_order(ctx, scopes(ctx)[0]) == bool(gradient_consumers.FIRST_ORDER.search(text))
 
 
@@ -270,3 +299,202 @@ def test_an_unpacked_element_has_no_parent_without_mapping_the_file():
     assert isinstance(part, ast.Subscript) and part.value is ctx.tree.body[1].body[0].body[0].value
     assert ctx.parent(part) is None and not ctx._all_parents
     assert ctx.parent(part.value) is ctx.tree.body[1].body[0].body[0]  # the call itself is the tree's
+
+
+def _fixture_scopes():
+    for path in sorted(ROOT.glob("fixtures/**/*.py")):
+        text = path.read_text(encoding="utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        for scope in scopes(ctx):
+            yield path, ctx, scope
+
+
+def test_accumulations_are_found_among_the_statements_picked():
+    from fixer.analysis.accumulations import ACCUMULATING, accumulation
+    from fixer.analysis.scopes import nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        picked = nodes_of(scope, ACCUMULATING)
+        assert picked == [n for n in scope_nodes(scope) if isinstance(n, tuple(ACCUMULATING))], path
+        assert all(accumulation(n) is None for n in scope_nodes(scope) if n not in picked), path
+
+
+def test_element_stores_made_lazily_are_the_eager_scans():
+    from fixer.analysis import element_stores as es
+
+    def eager(ctx, method):  # the scan before its parts were made on first need
+        me = method.self_name
+        if not me:
+            return []
+        params = {a.arg for a in method.node.args.posonlyargs + method.node.args.args + method.node.args.kwonlyargs} - {me}
+        bound = es._bound_names(method)
+        element_names, previous, found = es._element_names(method, params, bound), es._previous_reads(method, bound), []
+        for node in scope_nodes(method):
+            added, own_reads = es._addition(node, me), ()
+            if added is None:
+                added, own_reads = es._recurrence(ctx, node, me, previous, bound)
+            if added is None:
+                continue
+            elements = [e for e in es.flowing_nodes(ctx, added[1]) if es._element_of(e, element_names, params, bound)]
+            elements = tuple(e for e in elements if not any(a in elements for a in ctx.ancestors(e)))
+            parameters = {es._element_of(e, element_names, params, bound)[0] for e in elements}
+            if elements and len(parameters) == 1:
+                iterated = any(es._element_of(e, element_names, params, bound)[1] for e in elements)
+                found.append(es.ElementStore(node, added[0], parameters.pop(), elements, iterated, own_reads))
+        return found
+
+    seen = 0
+    for path, ctx, scope in _fixture_scopes():
+        expected = eager(ctx, scope)
+        assert es.element_stores(ctx, scope) == expected, path
+        seen += bool(expected)
+    assert seen >= 3  # fixtures that keep elements: the comparison saw stores
+
+
+def test_statements_picked_through_statement_lists_are_those_of_the_scope_walk():
+    from fixer.analysis.scopes import STATEMENTS, nodes_of, scope_statements
+
+    kinds = frozenset({ast.Assign, ast.AugAssign, ast.Expr, ast.Delete, ast.Return})
+    for path, data in [*list(_texts())[:100], ("matching", MATCHING)]:
+        text = data.decode("utf-8")
+        tree = ast.parse(text)  # one tree, two contexts: the statement walk records its own links
+        walked, listed = FileContext(str(path), text, tree), FileContext(str(path), text, tree)
+        plain = {id(c): p for p in walk(listed.tree) for c in child_nodes(p)}
+        for one, other in zip(scopes(walked), scopes(listed)):
+            expected = [n for n in scope_nodes(one) if isinstance(n, ast.stmt)]
+            assert list(map(id, scope_statements(other))) == list(map(id, expected)), path
+            assert list(map(id, nodes_of(other, kinds))) == [id(n) for n in expected if type(n) in kinds], path
+            assert all(listed.parent_links[n] is plain[id(n)] for n in scope_statements(other)), path  # recorded by the walk
+    assert ast.Try in STATEMENTS and ast.ExceptHandler not in STATEMENTS
+
+
+def test_subtree_holds_what_walk_yields():
+    from fixer.nodes import subtree
+
+    for path, data in list(_texts())[:100]:
+        tree = ast.parse(data)
+        for node in [tree, *tree.body[:20]]:
+            got = subtree(node)
+            assert len(got) == len({id(n) for n in got}) and {id(n) for n in got} == {id(n) for n in walk(node)}, path
+
+
+def test_statement_index_skips_only_statements_that_hold_none():
+    for path, data in [*list(_texts())[:300], ("matching", MATCHING)]:
+        text = data.decode("utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        index, every = statement_index(ctx), list(walk(ctx.tree))
+        assert {id(n) for n in index.assigns} == {id(n) for n in every if isinstance(n, ast.Assign)}, path
+        assert {id(n) for n in index.imports} == {id(n) for n in every if isinstance(n, (ast.Import, ast.ImportFrom))}, path
+        assert {id(n) for n in index.classes} == {id(n) for n in every if isinstance(n, ast.ClassDef)}, path
+        assert {id(s.node) for s in index.scopes} == {id(n) for n in every if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))}, path
+
+
+def test_helper_call_gate_answers_as_the_regex():
+    from fixer.analysis import gan_events
+    from fixer.analysis.gan_steps import text_of
+
+    seen = 0
+    for path in sorted(ROOT.glob("fixtures/*discriminator*/*.py")) + sorted(ROOT.glob("fixtures/*fake*/*.py")):
+        text = path.read_text(encoding="utf-8")
+        ctx = FileContext(str(path), text, ast.parse(text))
+        names = gan_events._backward_helper_names(ctx)
+        if not names:
+            continue
+        pattern = re.compile(r"(?:(?<![.\w])|\bself\.)(?:%s)\s*\(" % "|".join(map(re.escape, sorted(names))))
+        for scope in scopes(ctx):
+            if isinstance(scope.node, ast.Module):
+                plain = any(pattern.search(text_of(ctx, n)) for n in scope.node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+            else:
+                plain = pattern.search(text_of(ctx, scope.node)) is not None
+            assert gan_events._mentions_call(ctx, scope, names) == plain, path
+            seen += plain
+    assert seen >= 5
+
+
+def test_field_additions_and_recurrences_dump_only_what_can_match():
+    from fixer.analysis import element_stores as es
+    from fixer.analysis.accumulations import accumulation
+
+    text = ("class M:\n    def f(self, x, d):\n        self.t = self.t + x\n        y = self.t + x\n        self.e[0] = 0.9 * self.e[0] + x\n"
+            "        self.u = self.u.v + x\n        z = z + x\n        d['k'] = d['k'] + x\n        self.w = g(self.w, x)\n")
+    ctx = FileContext("m.py", text, ast.parse(text))
+    method = scopes(ctx)[1]
+    stmts = method.node.body
+    assert [es._addition(s, "self") is not None for s in stmts] == [True, False, False, False, False, False, False]
+    bound = es._bound_names(method)
+    assert [bool(es._recurrence(ctx, s, "self", {}, bound)[0]) for s in stmts] == [True, False, True, False, False, False, True]
+    assert [a[1] if (a := accumulation(s)) else None for s in stmts] == ["self.t", None, "self.e", None, "z", "d", None]  # (main's answers)
+
+
+def test_call_questions_answer_none_off_the_calls_picked():
+    from fixer.analysis.calls import backward_call, optimizer_call
+    from fixer.analysis.protocol import BLOCK_FIELDS, blocks
+    from fixer.analysis.scopes import CALLS, nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        calls = {id(n) for n in nodes_of(scope, CALLS)}
+        others = [n for n in scope_nodes(scope) if id(n) not in calls]
+        assert all(backward_call(ctx, n) is None and optimizer_call(ctx, n) is None for n in others), path
+        plain = [scope.body] + [b for n in scope_nodes(scope) if isinstance(n, ast.stmt) for b in
+                                [*(getattr(n, f, None) for f in BLOCK_FIELDS), *(h.body for h in getattr(n, "handlers", None) or ())] if b]
+        assert [id(b) for b in blocks(scope)] == [id(b) for b in plain], path
+
+
+def test_declarations_and_escaping_names_from_the_nodes_picked():
+    from fixer.analysis import accumulations as acc
+
+    seen = 0
+    for path, ctx, scope in _fixture_scopes():
+        declared = {n for node in scope_nodes(scope) if isinstance(node, (ast.Nonlocal, ast.Global)) for n in node.names}
+        assert all(acc._declared_outside(scope, n) == (n in declared) for n in [*declared, "total", "loss"]), path
+        plain: set[str] = set()
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Return) and node.value is not None:
+                plain |= {d for n in walk(node.value) if (d := names.dotted(n))}
+            if isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
+                plain |= {d for n in walk(node.value) if (d := names.dotted(n))}
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in acc.TERMINAL_CALLS):
+                if getattr(node.func, "attr", None) not in acc.TERMINAL_METHODS:
+                    plain.update(d for a in node.args if (d := names.dotted(a)))
+        assert acc._escaping_names(scope) == plain, path
+        seen += bool(declared)
+    assert seen >= 1
+
+
+def test_rebound_and_global_names_answer_as_the_walks():
+    from fixer.analysis import field_constants as fc
+
+    text = "g = 1\nglobal_x = 2\ndef f(a):\n    global h\n    h = g\n    def inner():\n        x = 1\n    del y\n    return a\nclass C:\n    def m(self):\n        z: int = 3\n"
+    for path, data in [("text", text.encode()), *list(_texts())[:12]]:
+        source = data.decode("utf-8")
+        ctx = FileContext(str(path), source, ast.parse(source))
+        words = sorted(set(re.findall(r"[A-Za-z_]\w*", source)))[:60] + ["g", "h", "x", "y", "z", "nothing"]
+        for name in words:
+            assert fc._rebound(ctx, name) == any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(ctx.tree))
+        for scope in scopes(ctx)[1:6]:
+            args = scope.node.args
+            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a is not None}
+            for name in words:
+                bound = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(scope.node))
+                declared = any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(ctx.tree))
+                assert fc._global(ctx, scope, name) == (name not in params and not bound and not declared), (path, name)
+
+
+def test_returns_and_loops_picked_from_the_statements():
+    from fixer.analysis.scopes import LOOP_STATEMENTS, RETURNS, nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        assert nodes_of(scope, RETURNS) == [n for n in scope_nodes(scope) if isinstance(n, ast.Return)], path
+        assert nodes_of(scope, LOOP_STATEMENTS) == [n for n in scope_nodes(scope) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))], path
+
+
+def test_bindings_are_read_only_from_the_binding_nodes():
+    from fixer.analysis.assignments import BINDINGS, Assignments
+    from fixer.analysis.graph_reuse import assigned_names
+    from fixer.analysis.scopes import nodes_of
+
+    for path, ctx, scope in _fixture_scopes():
+        assert all(not assigned_names(n) for n in scope_nodes(scope) if type(n) not in BINDINGS), path
+        assert nodes_of(scope, BINDINGS) == [n for n in scope_nodes(scope) if type(n) in BINDINGS], path
+        names = {d for n in scope_nodes(scope) for d in assigned_names(n)}
+        assert names <= set(Assignments(ctx, scope).assignments) | {None}, path

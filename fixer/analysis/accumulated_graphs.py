@@ -11,6 +11,7 @@ import ast
 from typing import Iterator, NamedTuple
 
 from fixer.analysis.accumulations import (
+    ACCUMULATING,
     accumulation,
     differentiable_gradient,
     dotted_names,
@@ -30,7 +31,7 @@ from fixer.analysis.importers import project_constructions
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.numeric_totals import full_reduction, numeric_use, scalar_loss
 from fixer.analysis.reported import evaluation_loop, fed_by_graph
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import Scope, nodes_of, scope_nodes
 from fixer.analysis.training_regions import calls_training_method, framework_training_step, frees_graphs_in, instance_method, returns_backpropagated, training_methods
 from fixer.context import FileContext
 
@@ -57,10 +58,11 @@ def accumulated_graphs(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
 def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
     framework_step = framework_training_step(scope)
     evaluation_only = not framework_step and not ctx.mentions(scope.node, BACKWARD_TEXT) and not ctx.mentions(scope.node, training_call_text(ctx))
-    if evaluation_only and not any(accumulation(n) for n in scope_nodes(scope)):
+    statements = nodes_of(scope, ACCUMULATING)  # (``accumulation`` answers None for any other node)
+    if evaluation_only and not any(accumulation(n) for n in statements):
         return  # nothing here backpropagates, and nothing accumulates
     graph = facts(ctx, scope)
-    for node in scope_nodes(scope):
+    for node in statements:
         found = accumulation(node, graph)
         if found is None:
             continue

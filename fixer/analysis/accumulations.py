@@ -17,10 +17,10 @@ from fixer.analysis.meters import container, is_meter
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.carried_flow import position
 from fixer.analysis.retained_walks import returned_only_for_numbers
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
+from fixer.analysis.scopes import Scope, enclosing_loops, nodes_of, scope_nodes
 from fixer.analysis.threaded import persistent_argument, threaded_parameter
 from fixer.context import FileContext
-from fixer.nodes import walk
+from fixer.nodes import subtree, walk
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
 
 
@@ -75,9 +75,11 @@ def accumulation(node: ast.AST, graph: Optional[GraphFacts] = None) -> Optional[
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
         target = node.targets[0]
         name = dotted(target) or (dotted(target.value) if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) else None)
+        if not name:
+            return None
         slot = ast.dump(target, annotate_fields=False).replace("Store", "Load")
         for own, other in ((node.value.left, node.value.right), (node.value.right, node.value.left)):
-            if name and _reads_back(own, slot):
+            if _reads_back(own, slot):
                 return node, name, other
         return None
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") in CONCATENATE_NAMES:
@@ -143,9 +145,12 @@ def outlives_iteration(ctx: FileContext, scope: Scope, graph: GraphFacts, stmt: 
     return False
 
 
+DECLARATIONS = frozenset({ast.Nonlocal, ast.Global})
+
+
 def _declared_outside(scope: Scope, name: str) -> bool:
     """The scope declares ``name`` ``nonlocal`` or ``global``: a variable that outlives each call."""
-    return any(isinstance(n, (ast.Nonlocal, ast.Global)) and name in n.names for n in scope_nodes(scope))
+    return any(name in n.names for n in nodes_of(scope, DECLARATIONS))
 
 
 def is_accumulation_of(stmt: ast.AST, accumulator: str) -> bool:
@@ -168,7 +173,7 @@ def graph_part(graph: GraphFacts, value: ast.expr, at: ast.AST) -> Optional[ast.
 
 
 def dotted_names(expr: ast.AST) -> set[str]:
-    return {name for node in walk(expr) if (name := dotted(node))}
+    return {name for node in subtree(expr) if (name := dotted(node))}
 
 
 def reaches_backward(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str) -> bool:
@@ -205,10 +210,13 @@ def escapes(ctx: FileContext, scope: Scope, graph: GraphFacts, accumulator: str)
     return bool(_derived(graph, accumulator) & ctx.memo(("escaping_names", id(scope.node)), lambda: _escaping_names(scope)))
 
 
+LEAVING = frozenset({ast.Return, ast.Assign, ast.Call})  # what ``_escaping_names`` reads
+
+
 def _escaping_names(scope: Scope) -> set[str]:
     """The names whose values leave the scope: returned, stored on an object, passed to a call."""
     names: set[str] = set()
-    for node in scope_nodes(scope):
+    for node in nodes_of(scope, LEAVING):
         if isinstance(node, ast.Return) and node.value is not None:
             names |= dotted_names(node.value)
         if isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):

@@ -9,12 +9,15 @@ from typing import Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.placed import Placed, start
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import Scope, nodes_of
 from fixer.context import FileContext
 
 CONDITIONAL = tuple(
     t for t in (ast.If, ast.Try, getattr(ast, "TryStar", None), ast.For, ast.AsyncFor, ast.While, getattr(ast, "Match", None)) if t
 )
+
+
+BINDINGS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr})  # what binds a name (graph_reuse.assigned_names reads the same)
 
 
 class Assignments:
@@ -27,7 +30,7 @@ class Assignments:
         self.assignments: dict[str, list[tuple[ast.AST, Optional[ast.expr]]]] = {}
         self._placed: dict[Optional[str], Placed] = {}  # by name; None: all names
         self._all_placed: Optional[list[tuple[str, tuple[ast.AST, Optional[ast.expr]]]]] = None
-        for node in scope_nodes(self.scope):
+        for node in nodes_of(self.scope, BINDINGS):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind(target, node, node.value)

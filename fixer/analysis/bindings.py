@@ -13,7 +13,7 @@ from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
 from fixer.context import FileContext
-from fixer.nodes import walk
+from fixer.nodes import subtree
 
 
 def defined_functions(ctx: FileContext) -> set[str]:
@@ -68,7 +68,7 @@ def used_class_names(ctx: FileContext) -> set[str]:
     names whose classes matter here."""
     names = {qualified(ctx, base) for cls in statement_index(ctx).classes for base in cls.bases}
     for node in statement_index(ctx).assigns:
-        for call in walk(node.value):
+        for call in subtree(node.value):
             if isinstance(call, ast.Call):
                 names.add(qualified(ctx, call.func))
     return {n for n in names if n and not n.startswith("torch.")}

@@ -17,7 +17,7 @@ from fixer.analysis.imported_calls import function_calls
 from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.names import qualified, value_names
 from fixer.analysis.class_model import attribute_writes, construction_argument, written_only_in
-from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.scopes import NAMES, Scope, nodes_of, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 STARRED = ast.Starred()
@@ -79,7 +79,7 @@ def _uses(ctx: FileContext) -> dict[tuple[bool, str], list[tuple[Scope, ast.AST]
     def compute() -> dict[tuple[bool, str], list[tuple[Scope, ast.AST]]]:
         uses: dict[tuple[bool, str], list[tuple[Scope, ast.AST]]] = {}
         for caller in scopes(ctx):
-            for node in scope_nodes(caller):
+            for node in nodes_of(caller, NAMES):
                 if isinstance(node, ast.Name):
                     uses.setdefault((False, node.id), []).append((caller, node))
                 elif isinstance(node, ast.Attribute):

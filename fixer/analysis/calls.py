@@ -18,7 +18,7 @@ from fixer.analysis.scalers import is_scaler
 from fixer.analysis.call_sites import argument_of, parameter_position, path_instance
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.project_callers import project_call_sites
-from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.analysis.slots import dict_slots, slot_name
 from fixer.context import NOTHING, FileContext
 from fixer.nodes import walk
@@ -158,7 +158,7 @@ def written_backward_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]
     def compute() -> list[BackwardCall]:
         if not ctx.mentions(scope.node, BACKWARD_TEXT):
             return []  # cheap gate: no need to walk a scope that never says "backward"
-        return [call for node in scope_nodes(scope) if (call := backward_call(ctx, node)) is not None]
+        return [call for node in nodes_of(scope, CALLS) if (call := backward_call(ctx, node)) is not None]
 
     return ctx.memo(("written_backward_calls", id(scope.node)), compute)
 
@@ -278,7 +278,7 @@ def _returns_only(callee: Optional[Scope], wanted) -> bool:
     """``callee`` (a function of this file) returns a ``wanted`` value on every return."""
     if callee is None:
         return False
-    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+    returns = [n.value for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return)]
     return bool(returns) and all(v is not None and wanted(v) for v in returns)
 
 
@@ -318,7 +318,7 @@ def optimizer_calls(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
     def compute() -> list[OptimizerCall]:
         if not ctx.mentions(scope.node, OPTIMIZER_TEXT):
             return []
-        return [call for node in scope_nodes(scope) if (call := optimizer_call(ctx, node)) is not None]
+        return [call for node in nodes_of(scope, CALLS) if (call := optimizer_call(ctx, node)) is not None]
 
     return ctx.memo(("optimizer_calls", id(scope.node)), compute)
 

@@ -127,6 +127,8 @@ def _keeps_graph(call: BackwardCall, flag: str) -> bool:
 def carried_values(ctx: FileContext, scope: Scope) -> list[CarriedValue]:
     """(Memoised.) A scope asked again while it is being computed (functions calling each other
     in loops, through ``_carried_by_caller``) answers nothing."""
+    if not backward_calls(ctx, scope) and not training_calls(ctx, scope):
+        return []  # no iteration, no object buffer read (asked of every scope: most make no backward call)
     busy = ctx.memo("carried_values_busy", set)
     if id(scope.node) in busy:
         return []

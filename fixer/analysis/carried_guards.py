@@ -25,7 +25,7 @@ from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.graph import NON_SAVING, GraphFacts, Kind, facts
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import is_pass_filter
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -212,7 +212,7 @@ def carries_graph(ctx: FileContext, graph: GraphFacts, value: ast.expr, at: ast.
         return True
     callee = facts(forward.ctx or ctx, forward)
     if index is None:
-        returns = [(n, n.value) for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
+        returns = [(n, n.value) for n in nodes_of(forward, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
     else:
         returns = returned_elements(forward, index) or []
     return not returns or all(callee.kind(element, ret) == Kind.GRAPH for ret, element in returns)

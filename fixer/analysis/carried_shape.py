@@ -14,7 +14,7 @@ from fixer.analysis.class_model import construction_argument
 from fixer.analysis.graph import CREATION, GraphFacts, facts
 from fixer.analysis.module_forwards import forward_scope, given_for_life
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import RETURNS, Scope, enclosing_loops, nodes_of, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _call_shape(ctx: FileContext, graph: GraphFacts, call: ast.Call, depth: int 
         return "tensor"
     local = graph._local_function(call.func)
     if local is not None:
-        returns = [n.value for n in scope_nodes(local) if isinstance(n, ast.Return) and n.value is not None]
+        returns = [n.value for n in nodes_of(local, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
         if returns and all(isinstance(r, ast.Tuple) and len(r.elts) > 1 for r in returns):
             return "tuple"
         if returns and depth < SHAPE_DEPTH:  # one shape for every return: ``return {"h": h}``
@@ -208,7 +208,7 @@ def _module_class(ctx: FileContext, func: ast.expr) -> Optional[str]:
 
 def returned_elements(scope: Scope, index: int) -> Optional[list[tuple[ast.Return, ast.expr]]]:
     """Element ``index`` of every ``return`` of ``scope``, if every return is a long enough tuple."""
-    returns = [n for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n for n in nodes_of(scope, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
     if not returns or not all(isinstance(r.value, ast.Tuple) and len(r.value.elts) > index for r in returns):
         return None
     return [(r, r.value.elts[index]) for r in returns]

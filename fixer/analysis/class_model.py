@@ -18,7 +18,7 @@ from typing import Optional
 
 from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, nodes_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -54,7 +54,7 @@ def attribute_writes(ctx: FileContext, cls: ast.ClassDef) -> dict[str, list[Writ
         found: dict[str, list[Write]] = {}
         for method in class_methods(ctx, cls).values():
             top = set(map(id, method.node.body))
-            for node in scope_nodes(method):
+            for node in nodes_of(method, WRITING):
                 for target, value in _targets(node):
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == method.self_name:
                         write = Write(method, node, value, id(node) in top, under_no_grad(ctx, node))
@@ -62,6 +62,9 @@ def attribute_writes(ctx: FileContext, cls: ast.ClassDef) -> dict[str, list[Writ
         return found
 
     return ctx.memo(("attribute_writes", id(cls)), compute)
+
+
+WRITING = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete})  # the statements ``_targets`` reads
 
 
 def _targets(node: ast.AST) -> list[tuple[ast.expr, Optional[ast.expr]]]:

@@ -38,7 +38,7 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
@@ -47,6 +47,7 @@ NUMBER_CONVERSIONS = frozenset({"float", "int"})
 ELEMENT_METHODS = frozenset({"items", "values"})  # for k, v in d.items() / for v in d.values()
 READ_METHODS = frozenset({"item", "tolist", "detach"})
 KEYS = "keys"  # a read that only tests for a key
+STORING = frozenset({ast.AugAssign, ast.Assign, ast.Expr})  # the statements ``_addition`` and ``_recurrence`` read
 
 
 @dataclass(frozen=True)
@@ -68,16 +69,18 @@ def _stores(ctx: FileContext, method: Scope):
     if not me:
         return
     params = {a.arg for a in method.node.args.posonlyargs + method.node.args.args + method.node.args.kwonlyargs} - {me}
-    bound = _bound_names(method)
-    element_names = _element_names(method, params, bound)
-    previous = _previous_reads(method, bound)
-    for node in scope_nodes(method):
+    bound = element_names = previous = None  # each made when a statement first needs it: most methods store into no field
+    for node in nodes_of(method, STORING):
         added = _addition(node, me)
         own_reads: tuple[ast.stmt, ...] = ()
-        if added is None:
+        if added is None and node.__class__ is ast.Assign and len(node.targets) == 1 and _field(node.targets[0], me) is not None:
+            bound = _bound_names(method) if bound is None else bound
+            previous = _previous_reads(method, bound) if previous is None else previous
             added, own_reads = _recurrence(ctx, node, me, previous, bound)
         if added is None:
             continue
+        bound = _bound_names(method) if bound is None else bound
+        element_names = _element_names(method, params, bound) if element_names is None else element_names
         field, value = added
         found = [e for e in flowing_nodes(ctx, value) if _element_of(e, element_names, params, bound)]
         elements = tuple(e for e in found if not any(a in found for a in ctx.ancestors(e)))  # `p[k]`, not its `k`
@@ -113,7 +116,7 @@ def _recurrence(ctx: FileContext, node: ast.AST, me: str, previous: dict[str, tu
     for read in flowing_nodes(ctx, node.value):
         if isinstance(ctx.parent(read), ast.Compare):
             continue
-        if ast.dump(read, annotate_fields=False) == slot:
+        if read.__class__ is target.__class__ and ast.dump(read, annotate_fields=False) == slot:  # (a dump names the class first)
             reads.append(node)
         elif isinstance(read, ast.Name) and previous.get(read.id, ("", None))[0] == slot:
             reads.append(previous[read.id][1])
@@ -127,9 +130,12 @@ def _addition(node: ast.AST, me: str) -> Optional[tuple[str, ast.expr]]:
         field = _field(node.target, me)
         return (field, node.value) if field else None
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
-        field, target = _field(node.targets[0], me), ast.dump(node.targets[0], annotate_fields=False).replace("Store", "Load")
+        field = _field(node.targets[0], me)
+        if not field:
+            return None  # (no dump of a target that is no field of the object)
+        target = ast.dump(node.targets[0], annotate_fields=False).replace("Store", "Load")
         for own, other in ((node.value.left, node.value.right), (node.value.right, node.value.left)):
-            if field and ast.dump(own, annotate_fields=False) == target:
+            if ast.dump(own, annotate_fields=False) == target:
                 return field, other
         return None
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
@@ -216,7 +222,7 @@ def element_kinds(ctx: FileContext, scope: Scope, expr: ast.expr, at: ast.AST, s
         if callee is None:
             return None
         home = callee.ctx or ctx
-        returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+        returns = [n.value for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return)]
         kinds = set()
         for value in returns:
             found = element_kinds(home, callee, value, value, sequence, depth - 1) if value is not None else None

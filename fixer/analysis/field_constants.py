@@ -31,6 +31,7 @@ from fixer.analysis.project_callers import project_life_field
 from fixer.analysis.names import qualified
 from fixer.analysis.scopes import Scope, scope_of, scopes, statement_index
 from fixer.context import FileContext
+from fixer.nodes import subtree
 
 Values = Optional[frozenset]
 OPAQUE_STORES = ("setattr", "__dict__", "vars(")  # ways to store a field the analysis cannot follow
@@ -123,7 +124,13 @@ def _may_store(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
 
 
 def _rebound(ctx: FileContext, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(ctx.tree))
+    return name in ctx.memo("rebound_names", lambda: _bound_in(ctx.tree))
+
+
+def _bound_in(node: ast.AST) -> frozenset[str]:
+    """Names stored or deleted anywhere under ``node`` (nested functions too): one walk for every
+    name asked, where each question walked the tree again."""
+    return frozenset(n.id for n in subtree(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
 
 
 def _global(ctx: FileContext, scope: Scope, name: str) -> bool:
@@ -132,8 +139,8 @@ def _global(ctx: FileContext, scope: Scope, name: str) -> bool:
         return False
     args = scope.node.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a is not None}
-    bound = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(scope.node))
-    declared = any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(ctx.tree))
+    bound = name in ctx.memo(("bound_in", id(scope.node)), lambda: _bound_in(scope.node))
+    declared = name in ctx.memo("names_declared_global", lambda: frozenset(g for n in subtree(ctx.tree) if isinstance(n, ast.Global) for g in n.names))
     return name not in params and not bound and not declared
 
 

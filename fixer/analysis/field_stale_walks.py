@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.class_model import class_methods
@@ -29,7 +28,7 @@ from fixer.analysis.graph import facts
 from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.saving_modules import saves_own_weights
-from fixer.analysis.scopes import Scope, scope_nodes, statement_index
+from fixer.analysis.scopes import Scope, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 

@@ -33,7 +33,7 @@ from fixer.analysis.gan_steps import (
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
-from fixer.analysis.scopes import Scope, scope_nodes, scopes
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of, scope_nodes, scopes
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.shared_graph import flowing_nodes
 from fixer.context import FileContext
@@ -72,7 +72,7 @@ def backward_events(ctx: FileContext, scope: Scope) -> list[Event]:
         names = _backward_helper_names(ctx)
         if not names or not _mentions_call(ctx, scope, names):
             return []
-        for node in scope_nodes(scope):
+        for node in nodes_of(scope, CALLS):
             if isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] in names and not under_no_grad(ctx, node):
                 helper = called_function(ctx, scope, node.func, imported=False)
                 if helper is not None and helper.node is not scope.node and not isinstance(helper.node, ast.Module):
@@ -106,7 +106,7 @@ def _backward_helper_names(ctx: FileContext) -> frozenset[str]:
         if not found:
             return frozenset()
         calling = re.compile(rf"(?:(?<![.\w])|\bself\.)(?:{'|'.join(map(re.escape, sorted(found)))})\s*\(")
-        return frozenset(found | {name for name, text in functions if calling.search(text)})  # one level of nesting
+        return frozenset(found | {name for name, text in functions if _may_name(text, found) and calling.search(text)})  # one level of nesting
 
     return ctx.memo("gan_backward_helpers", compute)
 
@@ -121,8 +121,15 @@ def _mentions_call(ctx: FileContext, scope: Scope, names: frozenset[str]) -> boo
     pattern = ctx.memo("gan_helper_call_pattern", compile_pattern)
     if isinstance(scope.node, ast.Module):
         statements = [n for n in scope.node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        return any(pattern.search(text_of(ctx, n)) for n in statements)
-    return pattern.search(text_of(ctx, scope.node)) is not None
+        return any(_may_name(text, names) and pattern.search(text) for text in map(lambda n: text_of(ctx, n), statements))
+    text = text_of(ctx, scope.node)
+    return _may_name(text, names) and pattern.search(text) is not None
+
+
+def _may_name(text: str, names: frozenset[str]) -> bool:
+    """A call of one of ``names`` needs its text: looked for by ``str.find`` before the regex, whose
+    lookbehind-led alternation is tried at every character."""
+    return any(name in text for name in names)
 
 
 def _helper_events(ctx: FileContext, scope: Scope, call: ast.Call, helper: Scope, nested: bool = True) -> list[Event]:
@@ -235,7 +242,7 @@ def _returned_as(helper: Scope, key: str) -> set[str]:
     """``{RETURNED}`` or ``{RETURNED + ":i"}`` when every return of the helper gives back its local
     ``key`` (whole, or as element ``i`` of a tuple): the caller names it where it binds the result."""
     places = set()
-    for ret in (n for n in scope_nodes(helper) if isinstance(n, ast.Return)):
+    for ret in (n for n in nodes_of(helper, RETURNS) if isinstance(n, ast.Return)):
         value = ret.value
         if isinstance(value, ast.Tuple):
             places.add(next((f"{RETURNED}:{i}" for i, e in enumerate(value.elts) if dotted(e) == key), None))

@@ -24,7 +24,7 @@ from fixer.analysis.graph import CREATION, DETACHING_ATTRIBUTES, DETACHING_METHO
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import is_self_attribute, scope_nodes
+from fixer.analysis.scopes import RETURNS, is_self_attribute, nodes_of
 from fixer.analysis.shared_graph import ZERO_GRADIENT_METHODS, reaching
 from fixer.analysis.slots import slot_name
 from fixer.context import FileContext
@@ -103,7 +103,7 @@ def _returned_producers(ctx: FileContext, graph: GraphFacts, call: ast.expr, ind
         return None
     inner = facts(ctx, method)
     found: set[str] = set()
-    for ret in (n for n in scope_nodes(method) if isinstance(n, ast.Return) and n.value is not None):
+    for ret in (n for n in nodes_of(method, RETURNS) if isinstance(n, ast.Return) and n.value is not None):
         value = ret.value
         if index is not None:
             if not isinstance(value, ast.Tuple) or index >= len(value.elts):

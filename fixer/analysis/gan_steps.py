@@ -22,7 +22,7 @@ from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.callees import called_function
 from fixer.analysis.class_model import attribute_writes
 from fixer.analysis.protocol import optimizer_params
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of, scope_nodes
 from fixer.analysis.slots import slot_name, stable_field
 from fixer.context import FileContext
 
@@ -46,7 +46,7 @@ def optimizer_steps(ctx: FileContext, scope: Scope) -> list[OptimizerCall]:
     found = [o for o in optimizer_calls(ctx, scope) if o.kind == "step"]
     known = {id(o.node) for o in found}
     built = optimizer_params(ctx)
-    for node in scope_nodes(scope):
+    for node in nodes_of(scope, CALLS):
         if isinstance(node, ast.Call) and id(node) not in known and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
             owner = dotted(node.func.value)
             if owner in built:
@@ -136,7 +136,7 @@ def _returned(ctx: FileContext, helper: Scope, use: Use) -> bool:
     """The use's result flows into what the helper returns: it sits in a ``return``, or in an
     assignment of a name that a ``return`` reads (directly or through further assignments)."""
     wanted = {use.stmt}
-    returns = [n for n in scope_nodes(helper) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n for n in nodes_of(helper, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
     names: set[str] = set()
     for _ in range(4):
         for stmt in list(wanted):

@@ -25,9 +25,14 @@ CALLER_DEPTH = 3  # how many calls up the callers are followed
 
 
 def switches_grad_mode(ctx: FileContext, scope: Scope) -> bool:
-    """The function turns recording off or on itself (or names ``requires_grad``)."""
+    """The function turns recording off or on itself (or names ``requires_grad``). (Memoised: asked
+    of a function once per total it accumulates and once per caller followed.)"""
     if not ctx.mentions(scope.node, GRAD_MODE_TEXT):
         return False
+    return ctx.memo(("switches_grad_mode", id(scope.node)), lambda: _names_grad_mode(scope))
+
+
+def _names_grad_mode(scope: Scope) -> bool:
     # every node under the scope's own statements (a nested function's too when it sits in one of
     # them), each walked once: the subtrees of all the scope's nodes are those of its statements
     roots = [*(s for s in scope.body if not isinstance(s, NESTED)), *getattr(scope.node, "decorator_list", ())]

@@ -25,7 +25,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.parameter_collections import PARAMETER as A_PARAMETER, loop_element
 from fixer.analysis.placed import Placed
-from fixer.analysis.scopes import Scope, is_self_attribute, scope_nodes
+from fixer.analysis.scopes import RETURNS, Scope, is_self_attribute, nodes_of
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -272,7 +272,7 @@ class GraphFacts:
         scope = scope or forward
         if scope is None:
             return None
-        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
+        values = [n.value for n in nodes_of(scope, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
         if not values or not all(isinstance(v, ast.Tuple) and len(v.elts) > index.value for v in values):
             return None
         callee = facts(scope.ctx or self.ctx, scope)
@@ -291,7 +291,7 @@ class GraphFacts:
             return Kind.NONE  # a recursive call: the function's other returns decide
         seen.add(key)
         callee = facts(scope.ctx or self.ctx, scope)
-        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None]
+        values = [n.value for n in nodes_of(scope, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
         result = _max(callee.kind(v, v, seen) for v in values) if values else Kind.NONE
         seen.discard(key)  # a second call of the function in this question is no recursion
         return result
@@ -316,7 +316,7 @@ class GraphFacts:
         own = scope.ctx or self.ctx
         key = ("bound_facts", id(scope.node), *sorted(bound.items()), *sorted(modules))
         callee = own.memo(key, lambda: GraphFacts(own, scope, bound, modules)) if bound or modules else None
-        values = [n.value for n in scope_nodes(scope) if isinstance(n, ast.Return) and n.value is not None] if callee else []
+        values = [n.value for n in nodes_of(scope, RETURNS) if isinstance(n, ast.Return) and n.value is not None] if callee else []
         values = [v if index is None else v.elts[index] for v in values]
         return Kind.GRAPH if any(callee.kind(v, v, seen) == Kind.GRAPH for v in values) else Kind.UNKNOWN
 

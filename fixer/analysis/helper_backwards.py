@@ -21,7 +21,7 @@ from fixer.analysis.held_values import held_name
 from fixer.analysis.imported_definitions import imported_step_names
 from fixer.analysis.loop_reach import stored_from_outside
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of
 from fixer.context import FileContext
 
 
@@ -32,8 +32,8 @@ def helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tuple
     found: dict[BackwardCall, tuple[BackwardCall, bool]] = {}
     if not _may_call_steps(ctx, scope):
         return found  # no call of a function that backpropagates
-    for node in scope_nodes(scope):
-        found_helper = _step_helper(ctx, scope, node) if isinstance(node, ast.Call) else None
+    for node in nodes_of(scope, CALLS):
+        found_helper = _step_helper(ctx, scope, node)
         if found_helper is None:
             continue
         helper, own = found_helper
@@ -61,8 +61,8 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
     found: dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]] = {}
     if not _may_call_steps(ctx, scope):
         return found
-    for node in scope_nodes(scope):
-        stmt = ctx.parent(node) if isinstance(node, (ast.Call, ast.Attribute)) else None
+    for node in nodes_of(scope, CALLS):
+        stmt = ctx.parent(node)
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
             continue
         if isinstance(node, ast.Attribute):
@@ -129,7 +129,7 @@ def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.expr]]:
 def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int]) -> Optional[BackwardCall]:
     """The helper's backward call that frees, on every call, the name every ``return`` hands back
     at ``slot`` (None: the whole value)."""
-    returns = [n for n in scope_nodes(helper) if isinstance(n, ast.Return)]
+    returns = [n for n in nodes_of(helper, RETURNS) if isinstance(n, ast.Return)]
     names = set()
     for ret in returns:
         value = ret.value

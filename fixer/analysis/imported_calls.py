@@ -102,7 +102,11 @@ def _folderpaths_naming(folder: str, name: str) -> tuple[str, ...]:
 
 def names_word(data: bytes, name: bytes) -> bool:
     """``name`` occurs in ``data`` as a whole word (found at memchr speed, then its edges checked;
-    an ASCII name by ``re``, which goes on from an occurrence inside a word without Python's loop)."""
+    an ASCII name by ``re``, which goes on from an occurrence inside a word without Python's loop).
+    Most files asked hold no occurrence at all: ``in`` says so first, skipping ahead by the name's
+    length where ``re`` stops at every byte that starts it (``_`` in most names)."""
+    if name not in data:
+        return False
     if name.isascii() and name and (name[-1:].isalnum() or name[-1:] == b"_"):
         return next(word_matches(re.escape(name) + rb"\b", data), None) is not None
     at = data.find(name)

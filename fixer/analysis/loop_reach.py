@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from fixer.analysis.assignments import BINDINGS
 from fixer.analysis.call_sites import path_instance
 from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
@@ -31,7 +32,7 @@ from fixer.analysis.class_model import attribute_writes, class_methods, construc
 from fixer.analysis.graph import facts
 from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import LOOPS, Scope, enclosing_loops, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import LOOP_STATEMENTS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -64,7 +65,7 @@ def iteration_backwards(ctx: FileContext) -> list[IterationBackward]:
                 loop = innermost_loop(ctx, call.node, scope.node)
                 if loop is not None and frees_graph(call) and repeats_per_iteration(ctx, call, loop):
                     found.append(IterationBackward(scope, loop, scope, call))
-            for loop in (n for n in scope_nodes(scope) if isinstance(n, LOOPS)) if stepping else ():
+            for loop in nodes_of(scope, LOOP_STATEMENTS) if stepping else ():
                 found.extend(_through_step_calls(ctx, scope, loop))
         return found
 
@@ -72,13 +73,14 @@ def iteration_backwards(ctx: FileContext) -> list[IterationBackward]:
 
 
 def _through_step_calls(ctx: FileContext, scope: Scope, loop: ast.AST) -> list[IterationBackward]:
-    rebound = rebound_in(loop)
+    rebound = None  # the loop's names, walked for when a call of its own passes (many loops have none)
     found = []
     for node in walk(loop):
         if not isinstance(node, ast.Call) or innermost_loop(ctx, node, scope.node) is not loop:
             continue
         if not repeats_per_iteration(ctx, BackwardCall(node, node, "call"), loop):
             continue
+        rebound = rebound_in(loop) if rebound is None else rebound
         callee = callee_method(ctx, scope, node.func, rebound, {})
         if callee is None or callee.node is scope.node:
             continue
@@ -121,7 +123,7 @@ def rebound_in(loop: ast.AST) -> set[str]:
 
 def local_names(scope: Scope) -> set[str]:
     """Names a function binds in its body: made anew at every call."""
-    return {name for node in scope_nodes(scope) for name in assigned_names(node)}
+    return {name for node in nodes_of(scope, BINDINGS) for name in assigned_names(node)}
 
 
 def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: set[str], bound: Optional[Bound] = None,
@@ -248,6 +250,9 @@ def _held_class(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[ast.
     return cls
 
 
+STORING = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign})  # the statements with targets
+
+
 def stored_from_outside(ctx: FileContext) -> frozenset[str]:
     """Attributes stored as ``obj.<attr> = ...`` on anything but a method's own object."""
 
@@ -255,7 +260,7 @@ def stored_from_outside(ctx: FileContext) -> frozenset[str]:
         selves = {id(s.node): s.self_name for s in scopes(ctx)}
         found = set()
         for scope in scopes(ctx):
-            for node in scope_nodes(scope):
+            for node in nodes_of(scope, STORING):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
                 for target in targets:
                     for part in walk(target):

@@ -34,7 +34,7 @@ from fixer.analysis.flag_resets import SETUP, reset_may_run_between_backwards, r
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scope_of, scopes, statement_index
+from fixer.analysis.scopes import LOOPS, RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
@@ -197,7 +197,7 @@ def _previous_call_reads(ctx: FileContext, method: Scope, name: str, defs) -> li
 
 
 def returned_values(method: Scope) -> list[ast.Return]:
-    return [n for n in scope_nodes(method) if isinstance(n, ast.Return) and n.value is not None]
+    return [n for n in nodes_of(method, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
 
 
 def managed(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:

@@ -26,7 +26,7 @@ from fixer.analysis.importers import construction_arguments
 from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.scopes import LOOPS, Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import LOOPS, RETURNS, Scope, nodes_of, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 from fixer.analysis.vocabulary import KEYED_ADDS, MERGES, SEQUENCE_ADDS, SEQUENCE_ADDS_ONE
 
@@ -166,7 +166,7 @@ def _class(ctx: FileContext, class_name: str) -> Optional[tuple[FileContext, ast
 def _forward_shares(ctx: FileContext, forward: Scope, depth: int, trace: Trace) -> bool:
     tracer = trace(forward.ctx or ctx, forward, depth)
     ctx = forward.ctx or ctx
-    returns = [n for n in scope_nodes(forward) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n for n in nodes_of(forward, RETURNS) if isinstance(n, ast.Return) and n.value is not None]
     returns = [r for r in returns if not under_no_grad(ctx, r)]
     for ret in returns:
         elements = _elements(ctx, tracer, forward, ret.value, ret)

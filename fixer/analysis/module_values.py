@@ -22,7 +22,7 @@ from fixer.analysis.class_model import attribute_writes, class_methods, construc
 from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, statement_index
+from fixer.analysis.scopes import CALLS, Scope, nodes_of, statement_index
 from fixer.context import FileContext
 
 PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
@@ -48,9 +48,7 @@ def _module_uses(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozen
 
     def compute() -> tuple[frozenset[str], frozenset[str]]:
         only, shared, calls = set(), set(), set()
-        for node in scope_nodes(scope):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in nodes_of(scope, CALLS):
             func = node.func
             if isinstance(func, ast.Attribute) and (receiver := dotted(func.value)):
                 if func.attr in MODULE_METHODS:

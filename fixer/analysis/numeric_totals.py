@@ -13,7 +13,7 @@ from fixer.analysis.calls import backward_calls
 from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.callees import called_function
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scope_nodes
 from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import threaded_parameter
@@ -47,7 +47,7 @@ def full_reduction(ctx: FileContext, scope: Scope, graph: GraphFacts, value: ast
     callee = called_function(ctx, scope, func)
     if callee is None or depth <= 0:
         return False
-    returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+    returns = [n.value for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return)]
     inner = facts(callee.ctx or ctx, callee)
     return bool(returns) and all(
         v is not None and full_reduction(callee.ctx or ctx, callee, inner, v, v, depth - 1) for v in returns

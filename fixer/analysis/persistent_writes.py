@@ -30,7 +30,7 @@ from fixer.analysis.graph_reuse import derived_names, flowing_names
 from fixer.analysis.loop_reach import callee_method, stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
 CREATION = re.compile(r"^torch\.(zeros|ones|empty|full|rand|randn|tensor)(_like)?$")
@@ -126,7 +126,7 @@ def _cut_in_place(ctx: FileContext, attr: str) -> bool:
     return any(
         isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CUTTING_METHODS
         and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr
-        for scope in scopes(ctx) for node in scope_nodes(scope)
+        for scope in scopes(ctx) for node in nodes_of(scope, CALLS)
     )
 
 
@@ -183,7 +183,7 @@ def _graph_parameters(ctx: FileContext, method: Scope) -> set[str]:
 def _call_sites(ctx: FileContext, method: Scope) -> list[tuple[Scope, ast.Call]]:
     name = method.node.name
     return [
-        (scope, node) for scope in scopes(ctx) for node in scope_nodes(scope)
+        (scope, node) for scope in scopes(ctx) for node in nodes_of(scope, CALLS)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
         and getattr(callee_method(ctx, scope, node.func, set(), {}), "node", None) is method.node
     ]

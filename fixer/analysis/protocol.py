@@ -16,7 +16,7 @@ from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.passes import loop_of_pass
 from fixer.analysis.slots import dict_slots, slot_name
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, enclosing_loops, scope_statements, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -38,7 +38,7 @@ def optimizer_scopes(ctx: FileContext) -> list[Scope]:
 def blocks(scope: Scope) -> Iterator[list[ast.stmt]]:
     """Every statement list of the scope: its body, and the bodies of its loops, ifs, withs, trys."""
     yield scope.body
-    for node in scope_nodes(scope):
+    for node in scope_statements(scope):  # (never a nested function or class: scope_nodes' statements)
         if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for name in BLOCK_FIELDS:
                 body = getattr(node, name, None)

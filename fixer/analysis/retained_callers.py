@@ -17,7 +17,7 @@ from fixer.analysis.callees import called_function
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.project_callers import project_call_sites
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of
 from fixer.context import FileContext
 
 
@@ -76,7 +76,7 @@ def _spread_kinds(ctx: FileContext, caller: Scope, call: ast.Call) -> Optional[l
         elif isinstance(arg.value, (ast.Tuple, ast.List)):
             kinds.extend(graph.kind(e, call) for e in arg.value.elts)
         elif isinstance(arg.value, ast.Call) and (callee := called_function(ctx, caller, arg.value.func)):
-            returns = [n for n in scope_nodes(callee) if isinstance(n, ast.Return)]
+            returns = [n for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return)]
             lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else -1 for r in returns}
             if not returns or len(lengths) != 1 or -1 in lengths:
                 return None

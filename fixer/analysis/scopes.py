@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Union
 
 from fixer.context import FileContext
-from fixer.nodes import child_nodes
+from fixer.nodes import child_nodes, preorder
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
@@ -57,6 +57,12 @@ class StatementIndex:
 
 
 STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+# the nodes with statement lists below a function or class (an ``except`` clause, a ``case``):
+# the walk goes into no other (most statements are simple)
+HOLDING_STATEMENTS = frozenset({
+    ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try),
+    ast.ExceptHandler, getattr(ast, "Match", ast.If), getattr(ast, "match_case", ast.If),
+})
 
 
 def statement_index(ctx: FileContext) -> StatementIndex:
@@ -88,7 +94,8 @@ def _index_statements(ctx: FileContext, index: StatementIndex, parent: ast.AST, 
                 index.assigns.append(child)
             elif isinstance(child, (ast.Global, ast.Nonlocal)):
                 index.declarations.append(child)
-            _index_statements(ctx, index, child, cls)
+            if child.__class__ in HOLDING_STATEMENTS:
+                _index_statements(ctx, index, child, cls)
 
 
 def scopes(ctx: FileContext) -> list[Scope]:
@@ -133,21 +140,61 @@ def scope_nodes(scope: Scope) -> list[ast.AST]:
 
 
 _NESTED_CLASSES = frozenset(NESTED)  # (ast's node classes are never subclassed)
+CALLS = frozenset({ast.Call})
+RETURNS = frozenset({ast.Return})
+LOOP_STATEMENTS = frozenset(LOOPS)
+NAMES = frozenset({ast.Name, ast.Attribute})
 
 
-def _local_nodes(ctx: FileContext, roots: list[ast.AST]) -> list[ast.AST]:
-    """``walk_local`` without the nested scopes' nodes, as a list: the walk every scope's analysis
-    starts from, made without a generator's cost per node."""
+STATEMENTS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.stmt))
+
+
+def nodes_of(scope: Scope, classes: frozenset[type]) -> list[ast.AST]:
+    """The nodes of ``scope_nodes`` of one of ``classes`` (ast's, never subclassed), in source
+    order: picked once per scope and classes for the analyses that ask a question of each such
+    node (most of a scope's nodes are names and calls, never statements; statements alone are
+    picked from the scope's statements, a tenth of its nodes)."""
+    ctx = scope.ctx
+    every = scope_statements if classes <= STATEMENTS else scope_nodes
+    if ctx is None:
+        return [n for n in every(scope) if n.__class__ in classes]
+    return ctx.memo(("nodes_of", id(scope.node), classes), lambda: [n for n in every(scope) if n.__class__ in classes])
+
+
+def scope_statements(scope: Scope) -> list[ast.AST]:
+    """The statements of ``scope_nodes``, in the same order, walked through statement lists alone
+    (and the ``except`` clauses and ``case``s holding some); their parent links recorded."""
+    ctx = scope.ctx
+    if ctx is None:
+        return [n for n in scope_nodes(scope) if n.__class__ in STATEMENTS]
+    return ctx.memo(("scope_statements", id(scope.node)), lambda: _local_statements(ctx, _own_roots(scope)))
+
+
+def _local_statements(ctx: FileContext, roots: list[ast.AST]) -> list[ast.AST]:
     found, stack = [], roots[::-1]
     while stack:
         node = stack.pop()
         if node.__class__ in _NESTED_CLASSES:
             continue
-        found.append(node)
-        children = child_nodes(node)
-        ctx.set_parents(children, node)
-        stack += children[::-1]
+        if node.__class__ in STATEMENTS:
+            found.append(node)
+        if node.__class__ in HOLDING_STATEMENTS:
+            children = [child for name in _statement_fields(node.__class__) for child in getattr(node, name)]
+            ctx.set_parents(children, node)
+            stack += children[::-1]
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _statement_fields(cls: type) -> tuple[str, ...]:
+    """The statement lists of a node class in field order (``try``: body, handlers, orelse, finalbody)."""
+    return tuple(name for name in cls._fields if name in STATEMENT_LISTS)
+
+
+def _local_nodes(ctx: FileContext, roots: list[ast.AST]) -> list[ast.AST]:
+    """``walk_local`` without the nested scopes' nodes, as a list, made without a generator's cost
+    per node (nor a call per node to list its children and record their parent links)."""
+    return preorder(roots, ctx.parent_links, _NESTED_CLASSES)
 
 
 def _own_roots(scope: Scope) -> list[ast.AST]:

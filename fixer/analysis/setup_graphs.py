@@ -27,7 +27,7 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.loop_reach import Field, iteration_backwards, read_fields, stored_from_outside
 from fixer.analysis.init_graphs import init_graphs
 from fixer.analysis.run_once import runs_once
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scopes, statement_index
 from fixer.analysis.shared_graph import saves_tensors
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -115,7 +115,7 @@ def _returned(ctx: FileContext, callee: Scope) -> list[tuple[ast.expr, ast.AST]]
     """(value, where) for what the function returns: a returned name by its reaching assignments."""
     graph = facts(callee.ctx or ctx, callee)
     found: list[tuple[ast.expr, ast.AST]] = []
-    for ret in (n for n in scope_nodes(callee) if isinstance(n, ast.Return) and n.value is not None):
+    for ret in (n for n in nodes_of(callee, RETURNS) if isinstance(n, ast.Return) and n.value is not None):
         if isinstance(ret.value, ast.Name):
             found += [(value, stmt) for stmt, value in graph.reaching(ret.value.id, ret) if value is not None]
         else:

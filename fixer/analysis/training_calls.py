@@ -27,7 +27,7 @@ from fixer.analysis.names import dotted
 from fixer.analysis.callees import called_function
 from fixer.analysis.imported_definitions import imported_definition_matches, imported_step_names
 from fixer.analysis.project_text import STEP_CALL
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes
+from fixer.analysis.scopes import CALLS, Scope, enclosing_loops, nodes_of, scope_nodes
 from fixer.context import FileContext
 
 CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
@@ -43,7 +43,7 @@ def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
             return []  # cheap: the scope names no function that may backpropagate
         local, imported = training_functions(ctx) | imported_training_methods(ctx), imported_names(ctx) - {"torch"}
         candidates = []
-        for node in scope_nodes(scope):
+        for node in nodes_of(scope, CALLS):
             if not isinstance(node, ast.Call) or backward_call(ctx, node) is not None:
                 continue  # ``self.manual_backward(loss)`` is a backward call already
             name = dotted(held_receiver(ctx, scope, node.func)) or ""

@@ -12,7 +12,7 @@ from fixer.analysis.calls import backpropagates_in, backward_calls, backward_cal
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.names import last_name
 from fixer.analysis.callees import called_function
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scope_nodes
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -57,7 +57,7 @@ def returns_backpropagated(ctx: FileContext, scope: Scope, value: ast.expr) -> b
     if method is None:
         return False
     home = method.ctx or ctx
-    returns = [n.value for n in scope_nodes(method) if isinstance(n, ast.Return)]
+    returns = [n.value for n in nodes_of(method, RETURNS) if isinstance(n, ast.Return)]
     backwarded = {call.target_name for call in backward_calls(home, method)} - {None}
     callee = facts(home, method)
     return bool(returns) and all(
