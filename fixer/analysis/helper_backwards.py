@@ -25,6 +25,9 @@ from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of
 from fixer.context import FileContext
 
 
+CALLS_AND_FIELDS = frozenset({ast.Call, ast.Attribute})
+
+
 def helper_backwards(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tuple[BackwardCall, bool]]:
     """Calls of a function of this file or another project file that always backpropagates one of its parameters
     (``grad_norm(model, loss)`` doing ``loss.backward()``), as a backward of the argument,
@@ -61,7 +64,7 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
     found: dict[BackwardCall, tuple[FileContext, Scope, BackwardCall]] = {}
     if not _may_call_steps(ctx, scope):
         return found
-    for node in nodes_of(scope, CALLS):
+    for node in nodes_of(scope, CALLS_AND_FIELDS):  # (``loss = trainer.loss``: a field read back)
         stmt = ctx.parent(node)
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
             continue

@@ -42,6 +42,14 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
     return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node) or _always_true(ctx, node)
 
 
+def selects_like_its_peers(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = None) -> bool:
+    """``node`` is a shared guard or an always-true guard (not a filter that skips passes):
+    whatever it holds runs on the passes its peers' statements run, every pass for a decided test."""
+    if not isinstance(node, ast.If) or child is not None and not any(child is s for s in node.body):
+        return False
+    return _shared_guard(ctx, node) or _always_true(ctx, node)
+
+
 def _always_true(ctx: FileContext, node: ast.If) -> bool:
     """An ``if`` (no ``else``) of a pass (or of a guard there that selects passes) whose test the
     loop decides true on every pass (decided_tests): it selects every pass, the trivial filter."""
