@@ -74,9 +74,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from fixer.analysis.accumulated_graphs import Accumulated, accumulated_graphs
+from fixer.analysis.accumulated_graphs import Accumulated, accumulated_graphs, may_be_container
 from fixer.analysis.kept_elements import KeptElements, kept_elements
-from fixer.analysis.scopes import scopes
+from fixer.analysis.scopes import Scope, scopes
 from fixer.context import FileContext
 from fixer.rule import Diagnostic, Edit, Rule
 
@@ -98,7 +98,7 @@ class LossAccumulatedWithGraph(Rule):
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         for scope in scopes(ctx):
             for found in accumulated_graphs(ctx, scope):
-                yield self._report(ctx, found)
+                yield self._report(ctx, scope, found)
         for kept in kept_elements(ctx):  # meters.update(losses): `self.sums[name] += value` in the meter
             yield self._kept(ctx, kept)
 
@@ -113,7 +113,7 @@ class LossAccumulatedWithGraph(Rule):
         edits = [Edit(*ctx.span(e), f"{ctx.text(e)}.{kept.fix}()") for e in store.elements]
         return self.diagnostic(ctx, store.stmt, f"{message}; store {new}", edits, title=f"Store {new}")
 
-    def _report(self, ctx: FileContext, found: Accumulated) -> Diagnostic:
+    def _report(self, ctx: FileContext, scope: Scope, found: Accumulated) -> Diagnostic:
         stmt, accumulator, parts = found.stmt, found.accumulator, found.parts
         if found.record:
             edits = [Edit(*ctx.span(p), _detached(ctx, p, "detach")) for p in parts]
@@ -128,6 +128,13 @@ class LossAccumulatedWithGraph(Rule):
             )
         part = parts[0]
         new = _detached(ctx, part, found.method)
+        if may_be_container(ctx, scope, part):
+            return self.diagnostic(  # (a dict or a list of tensors: no `.detach()` of its own)
+                ctx,
+                stmt,
+                f"`{accumulator}` accumulates `{ctx.text(part)}`, which holds tensors with their autograd graph, keeping "
+                "every iteration's graph alive; keep numbers or detached tensors of its values",
+            )
         return self.diagnostic(
             ctx,
             stmt,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, NamedTuple
 
+from fixer.analysis.call_events import resolved_callee
 from fixer.analysis.accumulations import (
     ACCUMULATING,
     accumulation,
@@ -28,6 +29,7 @@ from fixer.analysis.calls import BACKWARD_TEXT, training_call_text
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.importers import project_constructions
+from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.numeric_totals import full_reduction, numeric_use, scalar_loss
 from fixer.analysis.reported import evaluation_loop, fed_by_graph
@@ -142,3 +144,27 @@ def _only_through_attributes(ctx: FileContext, scope: Scope, name: str) -> bool:
     """Every read of ``name`` in the scope is ``name.<attribute>``: the object is never passed on."""
     reads = [n for n in scope_nodes(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
     return all(isinstance(ctx.parent(n), ast.Attribute) for n in reads)
+
+
+CONTAINERS = (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+MAX_CONTAINER_DEPTH = 3
+
+
+def may_be_container(ctx: FileContext, scope: Scope, value: ast.expr, depth: int = 0) -> bool:
+    """``value`` may be a dict, list, tuple or set rather than a tensor: a display, a name one of
+    whose assignments reaching it is one, or a call of a function or method of the project one of
+    whose returns is (``output = wrapper.training_step(batch)`` returning ``{"loss": ...}``): then
+    ``.detach()`` / ``.item()`` on it would raise. A call we cannot see into is taken for a tensor."""
+    if isinstance(value, CONTAINERS):
+        return True
+    if depth >= MAX_CONTAINER_DEPTH:
+        return False
+    if isinstance(value, (ast.Name, ast.Attribute)) and (name := dotted(value)):
+        return any(v is not None and may_be_container(ctx, scope, v, depth + 1) for _, v in facts(ctx, scope).reaching(name, value))
+    if isinstance(value, ast.Call):
+        callee = resolved_callee(ctx, scope, value)
+        if callee is not None and not isinstance(callee.node, ast.Module):
+            own = callee.ctx or ctx
+            returns = [n.value for n in scope_nodes(callee) if isinstance(n, ast.Return) and n.value is not None]
+            return any(may_be_container(own, callee, r, depth + 1) for r in returns)
+    return False
