@@ -68,7 +68,7 @@ from typing import Iterator
 
 from fixer.analysis.carried_shape import class_init_values, shape_of
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.helper_stores import helper_cached_states
+from fixer.analysis.helper_stores import helper_cached_states, sequence_loop
 from fixer.analysis.module_cache import CachedState, cached_states, may_cache_on_module, stores_graph
 from fixer.context import FileContext
 from fixer.edits.values import detached_text
@@ -102,6 +102,12 @@ class GraphCachedOnModule(Rule):
         else:
             why = "feeds the next call's output, whose backward walks the graph this call's backward freed"
         remedy = "read the previous value detached" if state.read_after_store else "store a detached value"
+        sequence = sequence_loop(ctx) if not state.statistic else None
+        if sequence is not None:  # several forward passes per backward: the state carries their gradient
+            edits, remedy = [], (
+                f"reset it at the start of each sequence (the loop at line {sequence.lineno} runs several forward passes "
+                "before one backward; a detached value would cut the gradient between them)"
+            )
         message = f"`{target}` keeps this call's autograd graph and {why}; {remedy}"
         applicability = Applicability.SAFE if safe else Applicability.UNSAFE
         return self.diagnostic(ctx, state.store, message, edits, applicability, title=f"Store `{target}` detached")

@@ -13,6 +13,7 @@ call precedes (before the helper's first call) that flows into a returned value.
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from fixer.analysis.carried_flow import Feeding, position
 from fixer.analysis.graph import facts
@@ -26,8 +27,10 @@ from fixer.analysis.module_cache import (
     returned_values,
     stores_graph,
 )
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.calls import backward_calls
+from fixer.analysis.scopes import Scope, enclosing_block, scope_nodes, scopes
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 
 def helper_cached_states(ctx: FileContext) -> list[CachedState]:
@@ -59,3 +62,27 @@ def _states(ctx: FileContext, methods: list[Scope]) -> list[CachedState]:
             if feeding:
                 found.append(CachedState(helper, attr, stores[0][0], feeding[0], False, True, False, feeding, tuple(methods), stores))
     return found
+
+
+def sequence_loop(ctx: FileContext) -> Optional[ast.AST]:
+    """A loop of the file that runs several forward passes before one backward: a pass's backward
+    statement comes after a loop of that pass which calls a module (``for t, x in enumerate(seq):
+    y = model(x); cost = cost + ...`` then ``cost.backward()``). The state a module keeps from call
+    to call is then meant to carry the gradient between those calls, backpropagation through the
+    sequence: detaching it cuts that; only its crossing from one backward's sequence into the next
+    is the bug (a reset at the start of the sequence)."""
+
+    def compute() -> Optional[ast.AST]:
+        for scope in scopes(ctx):
+            graph = facts(ctx, scope)
+            for call in backward_calls(ctx, scope):
+                stmt = ctx.statement_of(call.node)
+                block = enclosing_block(ctx, stmt)
+                for earlier in (block or [])[: next((i for i, s in enumerate(block or []) if s is stmt), 0)]:
+                    if isinstance(earlier, (ast.For, ast.While)) and any(
+                        isinstance(n, ast.Call) and graph.is_module(n.func) for n in walk(earlier)
+                    ):
+                        return earlier
+        return None
+
+    return ctx.memo("sequence_loop", compute)
