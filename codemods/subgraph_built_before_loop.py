@@ -69,7 +69,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.built_before_loop import recompute_kind, saving_from_trainable, updates_leaves
+from fixer.analysis.built_before_loop import recompute_kind, saving_from_trainable, updates_leaves, walked_after_loop
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.graph import facts
 from fixer.analysis.init_graphs import given_graphs, init_graphs
@@ -139,7 +139,7 @@ class SubgraphBuiltBeforeLoop(Rule):
         if found.band_aid:
             message = (f"`{name} = {expression}` is built once before the loop and kept with `retain_graph=True` "
                        f"while the loop updates its inputs: every iteration backpropagates through stale values")
-        if recompute is not None:
+        if recompute is not None and not walked_after_loop(ctx, scope, name, loop):
             edits = _recompute_edits(ctx, scope, found)
             if edits and found.band_aid and only_backward_in(ctx, loop):  # nothing else needs the graph kept
                 edits += [remove_keyword(ctx, c.node, "retain_graph") for c in found.calls if c.flag("retain_graph") is True]
@@ -153,6 +153,9 @@ class SubgraphBuiltBeforeLoop(Rule):
             if len(edits) == len(found.calls):
                 return self.diagnostic(ctx, stmt, f"{message}; keep it with `retain_graph=True`", edits,
                                        Applicability.UNSAFE, title="Pass `retain_graph=True` to the loop's backward")
+        if walked_after_loop(ctx, scope, name, loop):
+            return self.diagnostic(ctx, stmt, f"{message}; a backward after the loop walks `{name}` too: detach it where the "
+                                   "loop's backward reads it, or build it again for each backward")
         return self.diagnostic(ctx, stmt, f"{message}; compute `{name}` inside the loop")
 
 

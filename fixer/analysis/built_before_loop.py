@@ -11,7 +11,8 @@ import ast
 import re
 from typing import Iterator, Optional
 
-from fixer.analysis.calls import optimizer_calls
+from fixer.analysis.call_events import resolved_callee
+from fixer.analysis.calls import backward_calls, optimizer_calls
 from fixer.analysis.bindings import module_names
 from fixer.analysis.earlier_in_pass import runs_before_once
 from fixer.analysis.trainable_inputs import requires_grad_surely
@@ -169,4 +170,26 @@ def updates_leaves(ctx: FileContext, graph: GraphFacts, scope: Scope, value: ast
                 return True
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "data" and names_in(t) & inputs for t in node.targets):
             return True
+    return False
+
+
+def walked_after_loop(ctx: FileContext, scope: Scope, name: str, loop: ast.AST) -> bool:
+    """After the loop, ``name`` reaches a backward: a backward call of the scope reads it, or it is
+    handed to a function or method of the project that backpropagates (``generator_step(fake)``).
+    Recomputed in the loop, the name then holds the last pass's value, whose graph that pass's
+    backward freed: the later backward would still fail (a GAN's fake: GF103's detach is the fix)."""
+    end = loop.end_lineno or loop.lineno
+    backwards = {id(c.node) for c in backward_calls(ctx, scope)}
+    for node in scope_nodes(scope):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and node.lineno > end):
+            continue
+        for parent in ctx.ancestors(node):
+            if parent is scope.node or isinstance(parent, ast.stmt) and not isinstance(parent, ast.Expr | ast.Assign):
+                break
+            if isinstance(parent, ast.Call):
+                if id(parent) in backwards:
+                    return True
+                callee = resolved_callee(ctx, scope, parent)
+                if callee is not None and backward_calls(callee.ctx or ctx, callee):
+                    return True
     return False
