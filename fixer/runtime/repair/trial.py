@@ -36,9 +36,7 @@ from fixer.diff import unified_diff
 from fixer.source import WriteError, decode, read_bytes
 
 ROUNDS = 6  # findings repaired one after another in one --fix, at most
-# optimizer steps a raising finding's trial runs past the first run's: a fix that fails later in the
-# same pass (a critic loop of 5 steps, then the generator's step) must fail in the trial too
-PAST_FAILURE = 10
+PAST_FAILURE = 2  # optimizer steps a raising finding's trial runs past the first run's
 
 
 @dataclass
