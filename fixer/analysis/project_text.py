@@ -218,12 +218,21 @@ def imported_by_matching(path: str, pattern: "re.Pattern[bytes]") -> bool:
 @depends.remembered
 def _imported_by(here: str, pattern: "re.Pattern[bytes]", root: Optional[str]) -> frozenset[str]:
     """The modules the files around ``here`` that match ``pattern`` import (per folder and run)."""
+    return frozenset().union(*(_training_imports(path, pattern, root) for path in neighbour_files(here)))
+
+
+@depends.remembered
+def _training_imports(path: str, pattern: "re.Pattern[bytes]", root: Optional[str]) -> frozenset[str]:
+    """The modules one file imports, when its code matches ``pattern`` and trains (per file and run:
+    a package's top files are around every folder below it)."""
+    data = read_file(path)
+    if b"zero_grad" not in data or b"step" not in data:  # (memchr first: most files train nothing)
+        return frozenset()
+    if not file_matches(path, pattern) or not all(_matches_in_code(data, p) for p in (pattern, *TRAINING_SCRIPT)):
+        return frozenset()  # (text alone; in code, not a docstring: a training script, not a library's helper or example)
     found = set()
-    for path in neighbour_files(here):
-        if not file_matches(path, pattern) or not all(_matches_in_code(read_file(path), p) for p in (pattern, *TRAINING_SCRIPT)):
-            continue  # (text alone; in code, not a docstring: a training script, not a library's helper or example)
-        for match in import_lines(read_file(path)):
-            dots, module, grouped, listed, plain, _ = (g.decode("ascii", "replace") if g else "" for g in match.groups())
-            names = [plain] if plain else [module] * bool(module) + [f"{module}.{n}" if module else n for n in re.findall(r"\w+", grouped or listed)]
-            found.update(filter(None, (module_file(path, name, 0 if plain else len(dots)) for name in names)))
+    for match in import_lines(read_file(path)):
+        dots, module, grouped, listed, plain, _ = (g.decode("ascii", "replace") if g else "" for g in match.groups())
+        names = [plain] if plain else [module] * bool(module) + [f"{module}.{n}" if module else n for n in re.findall(r"\w+", grouped or listed)]
+        found.update(filter(None, (module_file(path, name, 0 if plain else len(dots)) for name in names)))
     return frozenset(os.path.abspath(f) for f in found)
