@@ -42,14 +42,6 @@ def is_pass_filter(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = N
     return _filtered_loop(ctx, node) is not None or _shared_guard(ctx, node) or _always_true(ctx, node)
 
 
-def selects_like_its_peers(ctx: FileContext, node: ast.AST, child: Optional[ast.AST] = None) -> bool:
-    """``node`` is a shared guard or an always-true guard (not a filter that skips passes):
-    whatever it holds runs on the passes its peers' statements run, every pass for a decided test."""
-    if not isinstance(node, ast.If) or child is not None and not any(child is s for s in node.body):
-        return False
-    return _shared_guard(ctx, node) or _always_true(ctx, node)
-
-
 def _always_true(ctx: FileContext, node: ast.If) -> bool:
     """An ``if`` (no ``else``) of a pass (or of a guard there that selects passes) whose test the
     loop decides true on every pass (decided_tests): it selects every pass, the trivial filter."""
@@ -264,6 +256,9 @@ def loop_of_pass(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
     return _filtered_loop(ctx, owner) if isinstance(owner, ast.If) and owner.body is block else None
 
 
+PROTOCOL_METHODS = frozenset({"backward", "step", "zero_grad"})
+
+
 def _filtered_loop(ctx: FileContext, node: ast.If) -> Optional[ast.AST]:
     inner, holder = node, ctx.parent(node)
     while isinstance(holder, ast.If) and not holder.orelse and any(s is inner for s in holder.body):
@@ -284,6 +279,8 @@ def _inert(others: list[ast.stmt], guard: ast.If) -> bool:
                 return False
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] in mentioned for a in node.names):
             return False
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PROTOCOL_METHODS:
+            return False  # a backward, step or zero_grad the skipped passes run changes what the selected ones see
         elif isinstance(node, ast.Call):
             arguments = node.args + [k.value for k in node.keywords]
             if _root(node.func) in mentioned or not all(_plain(a) for a in arguments):

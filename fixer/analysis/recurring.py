@@ -5,8 +5,8 @@ iterations whatever the data: a data-dependent test of torch (``torch.isfinite(n
 ordering (``loss.item() < best``, ``step > warmup``), a period (``i % k == 0``). Others may hold
 at most once per run of the loop (``i == len(loader) - 1``, ``step == total``), and a branch that
 leaves the loop (``break``, ``return``) runs once. A guard that is only a flag or a call of the
-project (``if apply_gradients:``, ``if ready():``) says nothing: unknown, never "many". A shared
-guard or an always-true one (passes.py) stands for the statements it holds: it is no guard here."""
+project (``if apply_gradients:``, ``if ready():``) says nothing: unknown, never "many". A filter of
+the loop or a shared guard (passes.py) selects the loop's training passes: it is no guard here."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import ast
 from typing import Optional
 
 from fixer.analysis.names import qualified
-from fixer.analysis.passes import selects_like_its_peers
+from fixer.analysis.passes import is_pass_filter
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -30,8 +30,8 @@ def runs_on_many_iterations(ctx: FileContext, node: ast.AST, loop: ast.AST) -> b
     for parent in ctx.ancestors(node):
         if parent is loop:
             return True
-        if selects_like_its_peers(ctx, parent, child):
-            pass  # a shared or always-true guard stands for its peers (passes.py); a filter is a guard here
+        if is_pass_filter(ctx, parent, child):
+            pass  # a filter or shared guard selects the loop's training passes (passes.py)
         elif isinstance(parent, ast.If):
             branch = parent.body if _in(child, parent.body) else parent.orelse
             if any(isinstance(n, (ast.Break, ast.Return)) for s in branch for n in walk(s)):
