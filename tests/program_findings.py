@@ -11,7 +11,12 @@ from fixer.registry import all_rules
 
 
 def findings(path: Path) -> list:
-    result = process_source(str(path), path.read_bytes(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
+    return text_findings(path.read_bytes(), str(path))
+
+
+def text_findings(text: bytes, path: str = "t.py") -> list:
+    """Every rule's diagnostics on a program's text (fixing with unsafe fixes); no analysis error."""
+    result = process_source(path, text, Options(rules=tuple(all_rules()), fix=True, unsafe=True))
     assert not result.errors, result.errors
     return result.diagnostics
 

@@ -4,8 +4,7 @@ tensor returned by the same method keeps its fix."""
 
 from __future__ import annotations
 
-from fixer.engine import Options, process_source
-from fixer.registry import all_rules
+from tests.program_findings import text_findings
 
 PROGRAM = """
 import torch
@@ -35,9 +34,7 @@ for x in torch.randn(5, 4, 3):
 
 def _findings(returned: str, loss: str) -> list:
     text = PROGRAM.replace("{RETURNED}", returned).replace("{LOSS}", loss)
-    result = process_source("t.py", text.encode(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
-    assert not result.errors, result.errors
-    return [(d.code, d.line, bool(d.fix)) for d in result.diagnostics]
+    return [(d.code, d.line, bool(d.fix)) for d in text_findings(text.encode())]
 
 
 def test_a_kept_dict_of_tensors_is_reported_without_a_fix_that_would_raise() -> None:

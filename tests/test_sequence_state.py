@@ -5,8 +5,7 @@ offers no edit. One backward per forward keeps the detach fix."""
 
 from __future__ import annotations
 
-from fixer.engine import Options, process_source
-from fixer.registry import all_rules
+from tests.program_findings import text_findings
 
 PROGRAM = """
 import torch
@@ -47,9 +46,7 @@ PER_STEP = """    for x in sequence:
 
 def _findings(body: str) -> list:
     text = PROGRAM.replace("{BODY}", body)
-    result = process_source("t.py", text.encode(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
-    assert not result.errors, result.errors
-    return [(d.code, d.line, bool(d.fix), "reset it at the start of each sequence" in d.message) for d in result.diagnostics]
+    return [(d.code, d.line, bool(d.fix), "reset it at the start of each sequence" in d.message) for d in text_findings(text.encode())]
 
 
 def test_a_state_carried_through_a_sequence_gets_no_detach() -> None:

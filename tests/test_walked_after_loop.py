@@ -6,8 +6,7 @@ keeps its recompute)."""
 
 from __future__ import annotations
 
-from fixer.engine import Options, process_source
-from fixer.registry import all_rules
+from tests.program_findings import text_findings
 
 PROGRAM = """
 import torch
@@ -46,9 +45,7 @@ for step in range(2):
 
 def _findings(after: str) -> list:
     text = PROGRAM.replace("{AFTER}", after)
-    result = process_source("t.py", text.encode(), Options(rules=tuple(all_rules()), fix=True, unsafe=True))
-    assert not result.errors, result.errors
-    return [(d.code, d.line, bool(d.fix), "a backward after the loop walks" in d.message) for d in result.diagnostics]
+    return [(d.code, d.line, bool(d.fix), "a backward after the loop walks" in d.message) for d in text_findings(text.encode())]
 
 
 def test_a_value_a_backward_walks_after_the_loop_gets_no_recompute() -> None:
