@@ -256,4 +256,4 @@ def backpropagated_again(ctx: FileContext, scope: Scope, call: BackwardCall, cal
     """Some other backward call backpropagates the same loss (or a value computed from it)."""
     graph = facts(ctx, scope)
     derived = derived_names(ctx, graph, names_in(call.target), scope_nodes(scope))
-    return any(other is not call and reaches(other, derived) for other in calls)
+    return any(other is not call and reaches(ctx, other, derived) for other in calls)

@@ -1,7 +1,7 @@
 """One graph, several backward passes: what the rules about tensors that outlive their graph share.
 
 - ``derived_names``: names whose value is computed (with a graph) from given names in a region.
-- ``reaches(call, names)``: the backpropagated tensor is one of those names or mentions one.
+- ``reaches(ctx, call, names)``: the backpropagated tensor is one of those names or carries the graph of one.
 - ``repeats_per_iteration``: the backward runs in every iteration of a loop that runs more than once.
 """
 
@@ -86,8 +86,10 @@ def flowing_names(ctx: FileContext, expr: ast.AST) -> set[str]:
     return found
 
 
-def reaches(call: BackwardCall, names: set[str]) -> bool:
-    return bool(names_in(call.target) & names)
+def reaches(ctx: FileContext, call: BackwardCall, names: set[str]) -> bool:
+    """A name read only under ``.detach()``, ``.data`` or ``.item()`` gives the backward nothing to
+    walk (``train_step(fake.detach())`` does not backpropagate ``fake``'s graph)."""
+    return bool(flowing_names(ctx, call.target) & names)
 
 
 def repeats_per_iteration(ctx: FileContext, call: BackwardCall, loop: ast.AST) -> bool:
@@ -154,4 +156,4 @@ def flows_straight(ctx: FileContext, graph: GraphFacts, stmt: ast.stmt, later: I
             live |= targets
         elif not isinstance(node, ast.AugAssign):
             live -= targets
-    return reaches(call, live)
+    return reaches(ctx, call, live)

@@ -51,7 +51,7 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
         init_graph = facts(ctx, init)
         if under_no_grad(ctx, stmt) or init_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(init, stmt):
             continue
-        reaching = [c for c in calls if reaches(c, derived_names(ctx, graph, {name}, nodes))]
+        reaching = [c for c in calls if reaches(ctx, c, derived_names(ctx, graph, {name}, nodes))]
         if reaching:
             found.append((name, stmt, reaching))
     return found
@@ -79,7 +79,7 @@ def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.As
         if builder_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(builder, stmt):
             continue
         name = f"{scope.self_name}.{field.split('.', 1)[1]}"
-        reaching = [c for c in calls if reaches(c, derived_names(ctx, graph, {name}, nodes))]
+        reaching = [c for c in calls if reaches(ctx, c, derived_names(ctx, graph, {name}, nodes))]
         if reaching:
             found.append((name, stmt, reaching))
     return found

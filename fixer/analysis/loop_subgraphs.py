@@ -53,7 +53,7 @@ def built_once_graphs(ctx: FileContext, scope: Scope) -> list[BuiltOnce]:
             continue
         body = body_nodes(ctx, loop)
         for name, stmt in built_before(ctx, scope, graph, loop, body):
-            if reaches(call, derived_names(ctx, graph, {name}, body)):
+            if reaches(ctx, call, derived_names(ctx, graph, {name}, body)):
                 finding = found.setdefault((id(stmt), id(loop)), BuiltOnce(name, stmt, loop))
                 finding.calls.append(call)
                 finding.band_aid |= band_aid
