@@ -12,6 +12,7 @@ from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import scope_nodes, scopes, statement_index
+from fixer.analysis.vocabulary import constructs_torch_nn_class
 from fixer.context import FileContext
 from fixer.nodes import subtree
 
@@ -131,7 +132,7 @@ def is_module_construction(ctx: FileContext, value: ast.expr, classes: set[str])
     if not isinstance(value, ast.Call):
         return False
     name = qualified(ctx, value.func) or ""
-    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+    if constructs_torch_nn_class(name):
         return name.rsplit(".", 1)[-1] != "Parameter"
     return name in classes
 

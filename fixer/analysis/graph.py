@@ -26,6 +26,7 @@ from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.parameter_collections import PARAMETER as A_PARAMETER, loop_element
 from fixer.analysis.placed import Placed
 from fixer.analysis.scopes import RETURNS, Scope, is_self_attribute, nodes_of
+from fixer.analysis.vocabulary import constructs_torch_nn_class
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -240,6 +241,8 @@ class GraphFacts:
             flag = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "requires_grad"), None)
             return Kind.NONE if isinstance(flag, ast.Constant) and flag.value is False else Kind.LEAF
         args = _max(self.kind(a, at, seen) for a in [*call.args, *(k.value for k in call.keywords)])
+        if name and constructs_torch_nn_class(name):  # a module (or PackedSequence) holds its arguments
+            return args
         if name and name.startswith("torch."):  # the torch API, never a project function
             return _promote(args)
         local = self._local_function(func)

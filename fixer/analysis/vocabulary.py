@@ -6,9 +6,12 @@ The sequence methods (``list``, ``deque``) are named by nothing else a training 
 their name says what the call does. ``add``, ``put``, ``push`` and ``update`` are just as often
 methods of the program's own classes (a meter's ``update(loss)`` that keeps a float): an analysis
 reads them as container additions only where its receiver is known to be a container, or where
-being wrong only makes it more careful. Data only; no import from the rest of the analysis."""
+being wrong only makes it more careful. Also torch.nn's classes: constructing one builds a module,
+which holds what it is given and computes nothing. Data only; no import from the rest of the analysis."""
 
 from __future__ import annotations
+
+import re
 
 SEQUENCE_ADDS_ONE = frozenset({"append", "appendleft", "insert"})  # keeps its last argument
 SEQUENCE_ADDS_MANY = frozenset({"extend", "extendleft"})  # keeps the elements of its argument
@@ -20,3 +23,11 @@ KEYED_ADDS = frozenset({"setdefault", "__setitem__"})  # keeps a value under a k
 ADDS = SEQUENCE_ADDS | SET_ADDS | QUEUE_ADDS | MERGES | KEYED_ADDS  # every call that puts a value into a container
 REMOVES = frozenset({"pop", "popleft", "popitem", "remove", "discard", "clear"})
 CHANGES = ADDS | REMOVES  # every call that changes what a container holds
+
+# ``torch.nn.Linear``, ``torch.nn.ParameterList``, ``torch.nn.utils.rnn.PackedSequence``: torch.nn names its
+# classes in CapWords and its functions in lower case (``torch.nn.functional.relu``)
+TORCH_NN_CLASS = re.compile(r"^torch\.nn\.(?:[a-z_][a-z0-9_]*\.)*[A-Z]\w*$")
+
+
+def constructs_torch_nn_class(qualified_name: str) -> bool:
+    return TORCH_NN_CLASS.match(qualified_name) is not None
