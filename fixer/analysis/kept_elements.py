@@ -8,6 +8,9 @@ passing a container with an element that carries a graph (``element_kinds``). Th
 read only by the object's own methods, each read converting what it reads to a number or reading
 it through ``.item()``/``.tolist()``/``.detach()`` (``numeric_readers``): nothing backpropagates it.
 
+A store under ``torch.no_grad()`` keeps a graph only where it keeps an element itself or a view of it
+(``self.last[k] = v``), not a tensor computed from it (``self.ema[k] = 0.9 * self.ema[k] + 0.1 * v``).
+
 The fix is chosen from the same facts: ``item`` when every read converts with ``float()``/``int()``
 (each element is then a one-element tensor, and a Python number serves every reader), ``detach``
 when some read needs a tensor, None (report only) unless every call of the method in the project
@@ -29,6 +32,10 @@ from fixer.analysis.scopes import Scope, enclosing_loops, scopes
 from fixer.context import FileContext
 
 TENSOR_KINDS = frozenset({Kind.GRAPH, Kind.LEAF})
+# tensor methods that may return a view of their receiver (it keeps the base tensor alive)
+VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
+                   "t", "expand", "expand_as", "narrow", "select", "unbind", "split", "chunk", "contiguous", "to",
+                   "float", "double", "half", "type_as", "cpu", "cuda", "__getitem__"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,8 @@ def kept_elements(ctx: FileContext) -> Iterator[KeptElements]:
         if method.class_node is None:
             continue
         for store in element_stores(ctx, method):
+            if under_no_grad(ctx, store.stmt) and not any(_kept_as_is(ctx, e, store.stmt) for e in store.elements):
+                continue  # ``ema = (1 - a) * ema + a * v`` under no_grad: a new tensor without a graph
             readers = numeric_readers(ctx, method.class_node, store)
             if readers is None:
                 continue
@@ -56,6 +65,19 @@ def kept_elements(ctx: FileContext) -> Iterator[KeptElements]:
             if leaking is not None:
                 fix = ("item" if readers == "number" else "detach") if only_tensors else None
                 yield KeptElements(store, leaking, fix)
+
+
+def _kept_as_is(ctx: FileContext, element: ast.expr, stmt: ast.stmt) -> bool:
+    """The store keeps the element's tensor itself, or a view of it (which keeps its base and the
+    base's graph), not a tensor computed from it: with recording off, only these hold a graph."""
+    for parent in ctx.ancestors(element):
+        if parent is stmt:
+            return True
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
+            return False
+        if isinstance(parent, ast.Call) and not (isinstance(parent.func, ast.Attribute) and parent.func.attr in VIEWS):
+            return False
+    return True
 
 
 def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
