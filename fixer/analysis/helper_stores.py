@@ -21,13 +21,13 @@ from fixer.analysis.module_cache import (
     CachedState,
     attribute_reads,
     class_methods_of_modules,
-    eval_only,
     forward_path,
     managed,
     returned_values,
     stores_graph,
 )
 from fixer.analysis.calls import backward_calls
+from fixer.analysis.no_grad import eval_only
 from fixer.analysis.scopes import Scope, enclosing_block, scope_nodes, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk

@@ -34,6 +34,7 @@ from fixer.analysis.flag_resets import SETUP, reset_may_run_between_backwards, r
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.no_grad import eval_only
 from fixer.analysis.scopes import LOOPS, RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
@@ -273,21 +274,6 @@ def _guarded_by(ctx: FileContext, node: ast.AST, method: Scope, attr: str) -> bo
             stored = {dotted(t) for s in parent.body if isinstance(s, ast.Assign) for t in s.targets}
             if f"{method.self_name}.{attr}" in tested or tested & stored - {None}:
                 return True
-    return False
-
-
-def eval_only(ctx: FileContext, node: ast.AST, method: Scope) -> bool:
-    """Under ``if not self.training:`` (or its ``else`` of ``if self.training:``)."""
-    child = node
-    for parent in ctx.ancestors(node):
-        if parent is method.node:
-            return False
-        if isinstance(parent, ast.If) and f"{method.self_name}.training" in names_in(parent.test):
-            negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
-            in_body = any(child is s for s in parent.body)
-            if negated == in_body:
-                return True
-        child = parent
     return False
 
 

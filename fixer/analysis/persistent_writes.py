@@ -9,7 +9,8 @@ A *history write* is an in-place write into it (``self.bank[i] = v``, ``self.ban
 ``self.bank.copy_(v)``) of a value that carries a graph: by the graph facts, or computed from a
 parameter of the method to which every call of the method in the file passes a graph. The tensor
 records the write on top of its previous version, so each iteration's write chains onto the
-history of every earlier one.
+history of every earlier one. A write a module makes only in evaluation mode (``if not
+self.training:``, a key/value cache for generation) is not one: training never runs it.
 
 ``walked_histories(ctx)`` lists those a training loop walks: a loop whose every iteration runs a
 backward that frees its graph, runs the writing method (``loop_reach.methods_run``), and
@@ -29,7 +30,7 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, flowing_names
 from fixer.analysis.loop_reach import callee_method, stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.no_grad import under_no_grad
+from fixer.analysis.no_grad import eval_only, under_no_grad
 from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
@@ -137,7 +138,7 @@ def _history_write(ctx: FileContext, method: Scope, attr: str) -> Optional[ast.s
     carried: Optional[set[str]] = None
     for node in nodes:
         value = _written_value(node, field)
-        if value is None or under_no_grad(ctx, node):
+        if value is None or under_no_grad(ctx, node) or eval_only(ctx, node, method):
             continue
         stmt = ctx.statement_of(node)
         if graph.kind(value, stmt) == Kind.GRAPH:
