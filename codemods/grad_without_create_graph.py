@@ -13,6 +13,12 @@ gradients starts a new gradient chain: it is followed on to the backward that re
 original leaves (MAML's meta-backward), and nothing is reported when none does (test-time
 fine-tuning).
 
+A helper may leave the flag to its caller (`def input_gradients(critic, x, create_graph=False)`
+passing `create_graph=create_graph` on, directly or through other helpers of the project): then a
+call that gives it `False`, or nothing while its default is `False`, is reported where it is made,
+when what the helper returns reaches a backward of the same function, and the fix passes the
+helper's flag as `True` at that call.
+
 ## Why is this bad?
 Without `create_graph=True` the returned gradients are plain constants: no graph records how they
 depend on the parameters. A penalty built from them contributes nothing to the outer gradient
@@ -55,9 +61,11 @@ import ast
 import os
 from typing import Iterator
 
+from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.gradient_consumers import Consumer, grad_consumer, penalty_reads
-from fixer.analysis.scopes import scopes
+from fixer.analysis.forwarded_flags import flag_off, forwarded_flag
+from fixer.analysis.gradient_consumers import Consumer, grad_consumer, helper_consumer, penalty_reads
+from fixer.analysis.scopes import CALLS, nodes_of, scopes
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -78,6 +86,29 @@ class GradWithoutCreateGraph(Rule):
                         yield self._report(ctx, call, consumer)
             for backward, consumer in penalty_reads(ctx, scope):
                 yield self._report(ctx, backward, consumer)
+            for node in nodes_of(scope, CALLS) if backward_calls(ctx, scope) else ():
+                helper = called_function(ctx, scope, node.func)
+                flag = forwarded_flag(helper.ctx or ctx, helper) if helper is not None else None
+                off = flag_off(helper, node, flag) if flag else None
+                consumer = helper_consumer(ctx, scope, node) if off is not None else None
+                if consumer is not None:
+                    yield self._report_call(ctx, node, flag, off, consumer)
+
+    def _report_call(self, ctx: FileContext, call: ast.Call, flag: str, off: ast.expr, consumer: Consumer) -> Diagnostic:
+        """The helper's ``flag`` decides ``create_graph`` of the gradients it returns; ``off`` is the
+        argument giving it False, or the call itself where it gives nothing."""
+        edit = keyword_edit(ctx, call, flag) if off is call else Edit(*ctx.span(off), "True")
+        return self.diagnostic(
+            ctx,
+            call,
+            f"`{ctx.text(call.func)}` returns gradients taken with `create_graph={flag}`, which this call leaves "
+            f"False: they reach `{consumer.ctx.text(consumer.call.target)}`, backpropagated on line "
+            f"{consumer.call.node.lineno}{_elsewhere(ctx, consumer)}, as constants, and the outer gradient misses "
+            f"their derivative (the penalty or second-order term). Pass `{flag}=True`",
+            [edit],
+            Applicability.UNSAFE,
+            title=f"Pass `{flag}=True`",
+        )
 
     def _report(self, ctx: FileContext, call: BackwardCall, consumer: Consumer) -> Diagnostic:
         retain = call.keyword("retain_graph")

@@ -1,10 +1,12 @@
 """Binding a call's arguments to the callee's parameters: ``parameters(callee)`` (without ``self``
 for a method) and ``bound_arguments(callee, call)`` for the plain positional and keyword
-arguments, up to the first ``*args`` (what follows it cannot be placed)."""
+arguments, up to the first ``*args`` (what follows it cannot be placed), and
+``parameter_default(callee, name)``."""
 
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from fixer.analysis.scopes import Scope
 
@@ -26,3 +28,12 @@ def bound_arguments(callee: Scope, call: ast.Call) -> list[tuple[str, ast.expr]]
             bound.append((params[index], arg))
     bound += [(k.arg, k.value) for k in call.keywords if k.arg in params]
     return bound
+
+
+def parameter_default(callee: Scope, name: str) -> Optional[ast.expr]:
+    """The default value of the parameter ``name`` (None: it has none)."""
+    args = callee.node.args
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+    return defaults.get(name)

@@ -28,6 +28,7 @@ import ast
 import os
 from typing import Optional
 
+from fixer.analysis.arguments import parameter_default
 from fixer.analysis.bindings import imported_names, module_names
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.calls import BackwardCall
@@ -242,18 +243,10 @@ def _given_data(ctx: FileContext, cls: ast.ClassDef, method: Scope, parameter: s
     for own, scope, call in sites:  # in this file or in a file importing the class
         argument = argument_of(call, parameter, position)
         if argument is None:
-            own, argument, scope = ctx, _default(method, parameter), method
+            own, argument, scope = ctx, parameter_default(method, parameter), method
         if argument is None or isinstance(argument, ast.Starred) or facts(own, scope).kind(argument, call) not in (Kind.NONE, Kind.LEAF):
             return False
     return True
-
-
-def _default(method: Scope, parameter: str) -> Optional[ast.expr]:
-    args = method.node.args
-    positional = args.posonlyargs + args.args
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
-    defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
-    return defaults.get(parameter)
 
 
 def _close(ctx: FileContext, cls: ast.ClassDef, method: Scope, fields: set[str]) -> set[str]:

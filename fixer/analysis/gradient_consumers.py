@@ -36,6 +36,10 @@ class Consumer(NamedTuple):
     call: BackwardCall
 
 
+_RETURNED = Consumer(None, None)  # the flow reached a return of the scope (asked with RETURN_ONLY)
+RETURN_ONLY = -1  # a depth: stop at the scope's returns instead of following its callers
+
+
 def wants_first_order(ctx: FileContext, scope: Scope) -> bool:
     return _may_say_first_order(ctx) and ctx.mentions(scope.node, FIRST_ORDER)
 
@@ -59,6 +63,21 @@ def grad_consumer(ctx: FileContext, scope: Scope, call: BackwardCall) -> Optiona
     if wants_first_order(ctx, scope) or under_no_grad(ctx, call.node) or _steps_a_fresh_input(ctx, scope, call):
         return None
     return _consumer(ctx, scope, call.node)
+
+
+def helper_consumer(ctx: FileContext, scope: Scope, call: ast.Call) -> Optional[Consumer]:
+    """The backward that backpropagates what ``call`` (of a helper that returns gradients)
+    returns; None when nothing does or the constant gradients are intended."""
+    if wants_first_order(ctx, scope) or under_no_grad(ctx, call):
+        return None
+    found = _consumer(ctx, scope, call)
+    return None if found is _RETURNED else found
+
+
+def returns_gradients(ctx: FileContext, scope: Scope, source: ast.expr) -> bool:
+    """What ``source`` computes in ``scope`` (an autograd.grad call, or a call of a helper that
+    returns gradients) flows into a value ``scope`` returns."""
+    return _consumer(ctx, scope, source, RETURN_ONLY) is _RETURNED
 
 
 def penalty_reads(ctx: FileContext, scope: Scope) -> Iterator[tuple[BackwardCall, Consumer]]:
@@ -95,7 +114,7 @@ def _consumer(ctx: FileContext, scope: Scope, source: ast.expr, depth: int = 0) 
     if value is None or not any(node is source for node in flowing_nodes(ctx, value)) or _iterated_detached(ctx, source):
         return None  # detached on the spot, or used in a compound statement's header
     if isinstance(stmt, ast.Return):
-        return _through_callers(ctx, scope, depth)
+        return _returned(ctx, scope, depth)
     for later in backward_calls(ctx, scope):
         if later.node is not source and not _before(later.node, source) and any(node is source for node in flowing_nodes(ctx, later.target)):
             return Consumer(ctx, later)  # (... autograd.grad(...) ...).backward()
@@ -111,7 +130,7 @@ def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, de
             if _flows(ctx, backward.target, derived) and not _new_chain(ctx, backward, derived):
                 return Consumer(ctx, backward)
         if isinstance(node, ast.Return) and node.value is not None and _flows(ctx, node.value, derived):
-            return _through_callers(ctx, scope, depth)
+            return _returned(ctx, scope, depth)
         if under_no_grad(ctx, node):
             continue
         if isinstance(node, ast.Expr) and _collects(ctx, node, derived):
@@ -126,6 +145,10 @@ def _follow(ctx: FileContext, scope: Scope, stmt: ast.stmt, source: ast.expr, de
         elif not isinstance(node, ast.AugAssign):
             derived -= names
     return None
+
+
+def _returned(ctx: FileContext, scope: Scope, depth: int) -> Optional[Consumer]:
+    return _RETURNED if depth == RETURN_ONLY else _through_callers(ctx, scope, depth)
 
 
 def _through_callers(ctx: FileContext, helper: Scope, depth: int) -> Optional[Consumer]:
