@@ -67,7 +67,7 @@ from fixer.analysis.forwarded_flags import flag_off, forwarded_flag
 from fixer.analysis.gradient_consumers import Consumer, grad_consumer, helper_consumer, penalty_reads
 from fixer.analysis.scopes import CALLS, nodes_of, scopes
 from fixer.context import FileContext
-from fixer.edits.keywords import keyword_edit
+from fixer.edits.keywords import flag_on_edit, keyword_edit
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
 
@@ -97,7 +97,7 @@ class GradWithoutCreateGraph(Rule):
     def _report_call(self, ctx: FileContext, call: ast.Call, flag: str, off: ast.expr, consumer: Consumer) -> Diagnostic:
         """The helper's ``flag`` decides ``create_graph`` of the gradients it returns; ``off`` is the
         argument giving it False, or the call itself where it gives nothing."""
-        edit = keyword_edit(ctx, call, flag) if off is call else Edit(*ctx.span(off), "True")
+        edit = flag_on_edit(ctx, call, flag, off)
         return self.diagnostic(
             ctx,
             call,

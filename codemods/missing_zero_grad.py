@@ -38,7 +38,10 @@ The backward and the step may run in a function the loop calls (`train_step(mode
 `trainer.step(batch)` on an instance of a class of this file, or a function imported from another
 project file): its events count as the loop's, with its parameters read as the arguments passed.
 When that function of this file runs the whole step (backward, then step), the fix clears the
-gradients at its top instead.
+gradients at its top instead. A function that clears them after its step only when asked
+(`def optimizer_step(self, zero_grad=False): ... if zero_grad: self.optimizer.zero_grad()`),
+called without asking (`False`, or nothing while the default is `False`), clears nothing on that
+call: the fix asks (`self.optimizer_step(zero_grad=True)`).
 A step under a guard that holds on many iterations (`if torch.isfinite(norm):`) counts as one
 that runs every iteration. Left alone: gradient accumulation (the backward under a condition, a
 step that may run once per loop as `if i == len(loader) - 1:` or under a flag, the step after the
@@ -63,8 +66,9 @@ from fixer.analysis.passes import pass_body
 from fixer.analysis.protocol import optimizer_scopes
 from fixer.analysis.scopes import LOOPS, Scope, scope_nodes
 from fixer.analysis.statement_moves import attached_start
-from fixer.analysis.unzeroed_steps import closure_steps, loop_steps, step_function_step, step_function_top
+from fixer.analysis.unzeroed_steps import closure_steps, loop_steps, skipped_reset_flag, step_function_step, step_function_top
 from fixer.context import FileContext
+from fixer.edits.keywords import flag_on_edit
 from fixer.edits.statements import insert_at_top
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
 
@@ -115,6 +119,12 @@ class MissingZeroGrad(Rule):
             f"{where} runs every iteration but `{step.owner}`'s gradients are never cleared in "
             f"the loop: each step applies the sum of all gradients so far; call `{call}` before the forward pass"
         )
+        flag = skipped_reset_flag(ctx, scope, step)
+        if flag is not None:  # ``self.optimizer_step()`` clears them only when asked: ask
+            edit = flag_on_edit(ctx, step.via, flag[0], flag[1])
+            return self.diagnostic(ctx, step.site, f"{message.split('; call')[0]}; `{ctx.text(step.via.func)}` clears them "
+                                   f"after its step only with `{flag[0]}=True`: pass it", [edit], Applicability.UNSAFE,
+                                   title=f"Pass `{flag[0]}=True`")
         inside = step_function_top(ctx, scope, step) if step.via is not None and backward_first else None
         if inside is not None:  # a whole training step in a function of this file: zero at its top
             first, call = inside[0], f"{inside[1]}.zero_grad()"

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from fixer.analysis.arguments import bound_arguments, parameter_default, parameters
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import backward_calls, optimizer_calls
@@ -155,8 +156,15 @@ def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Opti
         return None
     names = _renaming(ctx, scope, callee, call)
     local = _locals(callee)
+    flags = _constant_flags(callee, call)
     found = []
     for event in events:
+        conditional = event.conditional
+        if flags and conditional:
+            decided = _decided(callee_ctx, callee, event.call, flags)
+            if decided is False:
+                continue  # ``if zero_grad: opt.zero_grad()`` called with zero_grad=False: never runs
+            conditional = decided is None
         owner = event.owner
         if owner is not None:
             head, dot, rest = owner.partition(".")
@@ -167,7 +175,7 @@ def _compute(ctx: FileContext, scope: Scope, call: ast.Call, depth: int) -> Opti
                 owner = held_attribute(ctx, scope, owner, call) or owner  # trainer.opt -> opt given to Trainer(opt)
             elif callee_ctx is not ctx or head in local:
                 return None  # no name for it in the caller
-        found.append(CalleeEvent(event.kind, owner, event.call, event.conditional, event.spelling))
+        found.append(CalleeEvent(event.kind, owner, event.call, conditional, event.spelling))
     return found
 
 
@@ -214,6 +222,49 @@ def _renaming(ctx: FileContext, scope: Scope, callee: Scope, call: ast.Call) -> 
     for param in every - names.keys():
         names[param] = None  # a default, or an expression: unknown, never a global of the file
     return names
+
+
+def skipped_on_call(callee_ctx: FileContext, callee: Scope, call: ast.Call, node: ast.AST) -> bool:
+    """``node`` of the callee never runs on ``call``: it sits under ``if flag:`` (or ``if not
+    flag:``) and the call gives ``flag`` a constant (or leaves its default) that skips it."""
+    flags = _constant_flags(callee, call)
+    return bool(flags) and _decided(callee_ctx, callee, node, flags) is False
+
+
+def _constant_flags(callee: Scope, call: ast.Call) -> dict[str, bool]:
+    """Parameter -> truth of the constant this call gives it (or its default, where it gives
+    none), for the parameters the callee never rebinds."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return {}
+    given = dict(bound_arguments(callee, call))
+    rebound = _locals(callee)
+    flags = {}
+    for param in parameters(callee):
+        value = given.get(param) or (None if param in given else parameter_default(callee, param))
+        if isinstance(value, ast.Constant) and param not in rebound:
+            flags[param] = bool(value.value)
+    return flags
+
+
+def _decided(ctx: FileContext, callee: Scope, node: ast.AST, flags: dict[str, bool]) -> Optional[bool]:
+    """Whether ``node`` runs on this call, where the only conditions around it in the callee are
+    ``if flag:`` / ``if not flag:`` on constant flags: False when one is false, True when all
+    hold, None when another condition is around it (or it is not the callee's own statement)."""
+    child, runs = node, True
+    for parent in ctx.ancestors(node):
+        if parent is callee.node:
+            return runs
+        if isinstance(parent, ast.If) and child is not parent.test:
+            negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            flag = parent.test.operand if negated else parent.test
+            if not (isinstance(flag, ast.Name) and flag.id in flags):
+                return None
+            holds = flags[flag.id] != negated
+            runs = runs and holds == any(child is s for s in parent.body)
+        elif _runs_conditionally(parent, child if child is not node else None):
+            return None
+        child = parent
+    return None
 
 
 def _locals(callee: Scope) -> set[str]:

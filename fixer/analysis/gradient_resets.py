@@ -11,7 +11,8 @@ import ast
 import re
 from typing import Optional
 
-from fixer.analysis.call_events import call_events, resolved_callee
+from fixer.analysis.arguments import parameters
+from fixer.analysis.call_events import call_events, resolved_callee, skipped_on_call
 from fixer.analysis.scalers import is_scaler
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
@@ -88,7 +89,8 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
         if callee.self_name:  # a method reaches the objects its instance keeps (self.optimizer), and hooks
             inner |= {field for field, name in held_for_life(ctx).items() if name in objects}
         return depth < MAX_HELPER_DEPTH and (bool(inner) or bool(callee.self_name)) and any(
-            _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in walk(callee.node) if isinstance(node, ast.Call)
+            _helper_may_reset(callee_ctx, callee, node, inner, depth + 1) for node in walk(callee.node)
+            if isinstance(node, ast.Call) and not skipped_on_call(callee_ctx, callee, call, node)
         )
     body = _bound_lambda(ctx, call.func)
     if body is not None:  # judged by what it does, whatever its name
@@ -102,10 +104,11 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
 
 def _callee_resets(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, objects: set[str]) -> bool:
     """The callee may clear the gradients of an optimizer among ``objects``: its text resets
-    gradients, unless every reset is an ``x.zero_grad()`` whose owner, in the caller's names
+    gradients (a parameter named like a reset is only a flag, unless called), unless every reset is an ``x.zero_grad()`` whose owner, in the caller's names
     (call_events), is known to belong to other parameters."""
     text = (callee.ctx or ctx).text(callee.node)
-    resets = list(GRADIENT_RESET.finditer(text))
+    flags = set(parameters(callee))  # ``def optimizer_step(self, zero_grad=False)``: a flag's name resets nothing
+    resets = [m for m in GRADIENT_RESET.finditer(text) if m.group(0) not in flags or text[m.end():].lstrip().startswith("(")]
     optimizers = [o for o in objects if o in optimizer_params(ctx)]
     if not resets or any(not _is_zero_grad_method(text, m) for m in resets) or not optimizers:
         return bool(resets)

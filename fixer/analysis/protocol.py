@@ -5,6 +5,7 @@ comments attached to it (the order of its events is call_events.block_events).""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional
 
 from fixer.analysis.call_events import Event
@@ -31,8 +32,17 @@ def is_plain_step(step: Event) -> bool:
 
 
 def optimizer_scopes(ctx: FileContext) -> list[Scope]:
-    """Scopes whose text mentions ``zero_grad`` or ``.step``: the only ones the 2xx rules look into."""
-    return [scope for scope in scopes(ctx) if ctx.mentions(scope.node, OPTIMIZER_TEXT)]
+    """Scopes whose text mentions ``zero_grad`` or ``.step``, or names a function or method of the
+    file whose text does (``self.optimizer_step()``): the only ones the 2xx rules look into."""
+
+    def compute() -> list[Scope]:
+        own = [s for s in scopes(ctx) if ctx.mentions(s.node, OPTIMIZER_TEXT)]
+        names = sorted({s.node.name for s in own if not isinstance(s.node, ast.Module)})
+        calling = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))) if names else None
+        found = {id(s.node) for s in own}
+        return [s for s in scopes(ctx) if id(s.node) in found or calling is not None and ctx.mentions(s.node, calling)]
+
+    return ctx.memo("optimizer_scopes", compute)
 
 
 def blocks(scope: Scope) -> Iterator[list[ast.stmt]]:

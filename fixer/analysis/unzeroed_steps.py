@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from fixer.analysis.call_events import Event, block_events, resolved_callee
+from fixer.analysis.arguments import bound_arguments
+from fixer.analysis.call_events import Event, block_events, resolved_callee, skipped_on_call
 from fixer.analysis.calls import OptimizerCall, optimizer_call, optimizer_calls
 from fixer.analysis.gradient_resets import mentions_other_reset, resets_in_scope, zeroed_in_loop
 from fixer.analysis.passes import pass_body
@@ -122,3 +123,23 @@ def step_function_top(ctx: FileContext, scope: Scope, step: Event) -> Optional[t
     body = callee.node.body
     first = body[1] if is_docstring(body[0]) and len(body) > 1 else body[0]
     return (first, inner.owner) if first.lineno > callee.node.lineno else None
+
+
+def skipped_reset_flag(ctx: FileContext, scope: Scope, step: Event) -> Optional[tuple[str, ast.expr]]:
+    """(flag, what the call passes for it: its constant, or the call itself) where the function
+    the loop calls to step (``self.optimizer_step()``) would clear that optimizer's gradients
+    after its step under ``if flag:``, and this call leaves the flag off."""
+    callee = resolved_callee(ctx, scope, step.via) if step.via is not None else None
+    home = callee.ctx or ctx if callee is not None else None
+    inner = optimizer_call(home, step.call) if home is not None else None
+    if inner is None:
+        return None
+    for reset in optimizer_calls(home, callee):
+        guard = home.parent(home.statement_of(reset.node))
+        if reset.kind != "zero_grad" or reset.owner != inner.owner or not isinstance(guard, ast.If) or guard.orelse:
+            continue
+        flag = guard.test.id if isinstance(guard.test, ast.Name) else None
+        if flag and home.parent(guard) is callee.node and skipped_on_call(home, callee, step.via, reset.node):
+            given = dict(bound_arguments(callee, step.via)).get(flag)
+            return flag, given if given is not None else step.via
+    return None

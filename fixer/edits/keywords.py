@@ -92,3 +92,11 @@ def _skip_blank(source: str, index: int) -> int:
         else:
             break
     return index
+
+
+def flag_on_edit(ctx: FileContext, call: ast.Call, flag: str, argument: ast.expr) -> Edit:
+    """Turn a helper's flag on at ``call``: ``argument`` is the constant it passes (replaced by
+    ``True``), or ``call`` itself where it passes none (``flag=True`` is added)."""
+    if argument is call:
+        return keyword_edit(ctx, call, flag)
+    return Edit(*ctx.span(argument), "True")
