@@ -72,7 +72,7 @@ def _store_when_frozen(ctx: FileContext, found: WalkedMemo) -> Edit | None:
     """Guard the store; only when the method never reads the field after it (it returns its
     local value), since the guarded field stays empty while the parameters train."""
     store = found.store
-    if not ctx.is_own_line(store) or store.lineno != store.end_lineno or read_after(found.method, found.attr, store):
+    if not ctx.is_own_line(store) or store.lineno != store.end_lineno or read_after(ctx, found.method, found.attr, store):
         return None
     trains = " or ".join(f"{p}.requires_grad" for p in found.parameters)
     test = f"not {trains}" if len(found.parameters) == 1 else f"not ({trains})"

@@ -32,7 +32,8 @@ from fixer.analysis.class_model import attribute_writes, class_methods, construc
 from fixer.analysis.graph import facts
 from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import LOOP_STATEMENTS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
+from fixer.analysis.scopes import CALLS, LOOP_STATEMENTS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
+from fixer.analysis.vocabulary import SEQUENCE_ADDS
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -151,6 +152,7 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
                         value = stmt.iter  # a loop variable is an element of what the loop iterates
                     if value is not None:
                         todo.append(value)
+                todo.extend(_added_into(ctx, scope).get(node.id, ()))  # ``outs.append(head(h))`` ... ``torch.stack(outs)``
             elif isinstance(node, ast.Call) and depth > 0:
                 callee = callee_method(ctx, scope, node.func, rebound, bound)
                 if callee is not None and id(callee.node) not in seen:
@@ -159,6 +161,20 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
                     inner = _bindings(ctx, scope, node, callee, rebound, bound)
                     found |= read_fields(ctx, callee, returns, local_names(callee), inner, depth - 1, seen | {id(callee.node)})
     return found
+
+
+def _added_into(ctx: FileContext, scope: Scope) -> dict[str, list[ast.expr]]:
+    """Local name -> the values the scope puts into the container it holds (``outs.append(v)``)."""
+
+    def compute() -> dict[str, list[ast.expr]]:
+        found: dict[str, list[ast.expr]] = {}
+        for node in nodes_of(scope, CALLS):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in SEQUENCE_ADDS and isinstance(func.value, ast.Name):
+                found.setdefault(func.value.id, []).extend(a.value if isinstance(a, ast.Starred) else a for a in node.args)
+        return found
+
+    return ctx.memo(("added_into", id(scope.node)), compute)
 
 
 def walking_steps(ctx: FileContext, writers: dict[Field, Scope]) -> dict[Field, IterationBackward]:

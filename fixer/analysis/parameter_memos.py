@@ -4,8 +4,10 @@ A *parameter memo* is a store ``self.table = v`` in a method (not ``__init__``) 
 computed only from parameters of the object (fields ``__init__`` stores an ``nn.Parameter`` into,
 not frozen by ``requires_grad=False``), constants and tensors made without a graph
 (``torch.arange(n)``): no argument's values and no other field flow into it. The method reads
-the memo before storing it (``if self.table is not None: return self.table``), so a later call
-returns the tensor an earlier call built; ``__init__`` is the only other code storing the field.
+the memo before storing it (``if self.table is not None: return self.table``), or it is a helper
+that only fills it, called only by methods that read it first (``if self._weight is None:
+self.refresh()``), so a later call returns the tensor an earlier call built; ``__init__`` is the
+only other code storing the field.
 
 A loop *walks* it when a backward that frees its graph runs in every iteration, the loop runs the
 method (``loop_reach.methods_run``) and backpropagates a tensor computed from the field
@@ -22,7 +24,8 @@ from typing import Optional
 
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.calls import BackwardCall
-from fixer.analysis.class_model import attribute_writes
+from fixer.analysis.class_model import attribute_writes, class_methods
+from fixer.analysis.importers import class_importers
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.loop_reach import stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
@@ -76,7 +79,7 @@ def _memos(ctx: FileContext, cls: ast.ClassDef) -> dict[str, tuple[Scope, ast.As
         stmt = write.stmt
         if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or write.no_grad or under_no_grad(ctx, stmt):
             continue
-        if not _read_before(write.method, attr, stmt):
+        if not _read_before(write.method, attr, stmt) and not _filled_on_demand(ctx, cls, write.method, attr):
             continue
         graph = facts(ctx, write.method)
         inputs = _graph_inputs(ctx, write.method, graph, stmt.value, stmt, set())
@@ -121,9 +124,29 @@ def _read_before(method: Scope, attr: str, store: ast.Assign) -> bool:
     return any(_position(n) < _position(store) for n in _reads(method, attr))
 
 
-def read_after(method: Scope, attr: str, store: ast.Assign) -> bool:
-    """The method reads ``self.<attr>`` after the store."""
-    return any(_position(n) > (store.end_lineno, store.end_col_offset) for n in _reads(method, attr))
+def _filled_on_demand(ctx: FileContext, cls: ast.ClassDef, helper: Scope, attr: str) -> bool:
+    """A helper that only stores the memo (``def refresh(self): self._weight = ...``) whose every
+    call is a ``self.refresh()`` of another method of the class after that method reads the field
+    (``if self._weight is None: self.refresh()``); nothing else in the project may call it."""
+    name = helper.node.name
+    if class_importers(ctx, cls):
+        return False  # another file may call it
+    calls = [(m, n) for m in class_methods(ctx, cls).values() if m is not helper for n in scope_nodes(m)
+             if isinstance(n, ast.Call) and dotted(n.func) == f"{m.self_name}.{name}"]
+    mentions = [n for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == name]
+    if not calls or len(mentions) != len(calls):
+        return False  # called from elsewhere, or passed on as a bound method
+    return all(any(_position(r) < _position(c) for r in _reads(m, attr)) for m, c in calls)
+
+
+def read_after(ctx: FileContext, method: Scope, attr: str, store: ast.Assign) -> bool:
+    """The method reads ``self.<attr>`` after the store, or a method calling it (a helper that
+    fills the memo on demand) reads it after the call."""
+    if any(_position(n) > (store.end_lineno, store.end_col_offset) for n in _reads(method, attr)):
+        return True
+    callers = [(m, n) for m in class_methods(ctx, method.class_node).values() if m is not method for n in scope_nodes(m)
+               if isinstance(n, ast.Call) and dotted(n.func) == f"{m.self_name}.{method.node.name}"]
+    return any(_position(r) > _position(c) for m, c in callers for r in _reads(m, attr))
 
 
 def _reads(method: Scope, attr: str) -> list[ast.Attribute]:
