@@ -84,7 +84,7 @@ from fixer.analysis.calls import backward_calls
 from fixer.analysis.field_stale_walks import FieldStaleWalk, field_stale_walks
 from fixer.analysis.premature_steps import premature_step
 from fixer.analysis.scopes import Scope, scopes
-from fixer.analysis.stale_forward import StaleWalk, stale_walks
+from fixer.analysis.stale_forward import HELPER_STEP, StaleWalk, stale_walks
 from fixer.analysis.undetached_fakes import undetached_fake_lines
 from fixer.context import FileContext
 from fixer.edits.statements import delete_statement
@@ -105,7 +105,8 @@ class StepBetweenForwardAndBackward(Rule):
             for walk in stale_walks(ctx, scope):
                 if not _gan_cause(ctx, walk):
                     reported.add(id(walk.backward.node))
-                    yield self._report(ctx, walk, _later_step(ctx, scope, walk))
+                    through_helper = walk.backward.kind == "call" or walk.step.kind == HELPER_STEP
+                    yield self._report(ctx, walk, None if through_helper else _later_step(ctx, scope, walk))
         for walk in field_stale_walks(ctx):
             if id(walk.backward.node) not in reported:
                 yield self._report_fields(ctx, walk)
@@ -124,7 +125,11 @@ class StepBetweenForwardAndBackward(Rule):
         )
 
     def _report(self, ctx: FileContext, walk: StaleWalk, later: Optional[ast.stmt]) -> Diagnostic:
-        loss, forward, step = ctx.text(walk.backward.target), ctx.text(walk.forward), ctx.text(walk.step.node)
+        target = walk.backward.target  # a helper's call: the arguments it backpropagates
+        loss = ", ".join(map(ctx.text, target.elts)) if walk.backward.kind == "call" else ctx.text(target)
+        forward, step = ctx.text(walk.forward), ctx.text(walk.step.node)
+        if walk.step.kind == HELPER_STEP:
+            step = f"{walk.step.owner}.step()` in `{_short(step)}"
         where = (
             f"`{loss}` backpropagates through `{_short(forward)}` (line {walk.forward.lineno}), whose parameters "
             f"`{step}` (line {walk.step.node.lineno}) changed in place after that forward: the backward raises "
@@ -149,6 +154,8 @@ class StepBetweenForwardAndBackward(Rule):
             edits = [Edit(start, start, copies)]
             names = ", ".join(f"`{ctx.text(stmt.targets[0])}`" for stmt in walk.recompute)
         advice = f"recompute {names} after the step" if names else "recompute it after the step"
+        if walk.backward.kind == "call" or walk.step.kind == HELPER_STEP:
+            advice = "backpropagate it before that step (the updates in the other order), or recompute it after the step"
         return self.diagnostic(
             ctx,
             walk.backward.node,

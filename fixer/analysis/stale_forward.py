@@ -18,6 +18,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from fixer.analysis.call_events import call_events
 from fixer.analysis.calls import BackwardCall, OptimizerCall, backward_calls, optimizer_calls, retains_graph
 from fixer.analysis.gan_roles import producers, trains
 from fixer.analysis.gan_steps import optimizer_steps, position
@@ -26,12 +27,14 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.saving_modules import saves_own_weights
-from fixer.analysis.scopes import Scope
+from fixer.analysis.scopes import CALLS, Scope, nodes_of
+from fixer.analysis.training_calls import training_calls
 from fixer.analysis.shared_graph import flowing_nodes, reaching, runs_after_in_same_pass, pass_loop, shared_saving_origins
 from fixer.context import FileContext
 from fixer.nodes import walk as walk_nodes
 
 MAX_DEPTH = 6  # assignments followed back from the loss
+HELPER_STEP = "helper step"  # an OptimizerCall kind: the step a called helper runs after its own backward
 PURE_BUILTINS = frozenset({"min", "max", "sum", "abs"})
 
 
@@ -54,9 +57,11 @@ def stale_walks(ctx: FileContext, scope: Scope) -> list[StaleWalk]:
     def compute() -> list[StaleWalk]:
         owners = optimizer_params(ctx)
         steps = [s for s in optimizer_steps(ctx, scope) if owners.get(s.owner)]
+        helper_steps = _helper_steps(ctx, scope, owners)
+        steps = sorted(steps + helper_steps, key=lambda s: position(s.node))
         if not steps:
             return []
-        calls = backward_calls(ctx, scope)
+        calls = backward_calls(ctx, scope) + (training_calls(ctx, scope) if helper_steps else [])
         found, by_loop = [], {}  # steps of another loop cannot run before a backward in its pass
         for step in steps:
             by_loop.setdefault(pass_loop(ctx, ctx.statement_of(step.node), scope), []).append(step)
@@ -72,7 +77,8 @@ def stale_walks(ctx: FileContext, scope: Scope) -> list[StaleWalk]:
 def _stale_walk(ctx, scope, call, calls, steps, owners) -> Optional[StaleWalk]:
     graph = facts(ctx, scope)
     here = ctx.statement_of(call.node)
-    before = [s for s in steps if runs_after_in_same_pass(ctx, scope, ctx.statement_of(s.node), here) and _applies_gradients(ctx, scope, s, calls)]
+    before = [s for s in steps if runs_after_in_same_pass(ctx, scope, ctx.statement_of(s.node), here)
+              and (s.kind == HELPER_STEP or _applies_gradients(ctx, scope, s, calls))]
     if not before:
         return None
     roots = _definitions(ctx, graph, call.target, call.node, MAX_DEPTH, {})
@@ -88,7 +94,22 @@ def _stale_walk(ctx, scope, call, calls, steps, owners) -> Optional[StaleWalk]:
     # the fix rebuilds every forward of a stepped module, on data too (its deeper layers save weights)
     changed = {id(d.stmt) for d in _all(roots) for f in _module_calls(ctx, graph, d)
                if any(_changes(ctx, scope, owners[s.owner], f, d.stmt, s, proven=False) for s in before)}
-    return StaleWalk(call, step, forward, _recompute(ctx, graph, call, roots, changed))
+    helper = call.kind == "call" or step.kind == HELPER_STEP  # the fix would move or copy parts of a helper: none
+    return StaleWalk(call, step, forward, None if helper else _recompute(ctx, graph, call, roots, changed))
+
+
+def _helper_steps(ctx: FileContext, scope: Scope, owners: dict) -> list[OptimizerCall]:
+    """Calls of project functions that backpropagate and then step a known optimizer on every call
+    (``self._update(critic_loss, self.critic_opt)``): a step at the call, named as the caller names
+    the optimizer, that applies the gradients of the helper's own backward."""
+    found = []
+    for node in nodes_of(scope, CALLS):
+        events = call_events(ctx, scope, node) or []
+        backward = next((i for i, e in enumerate(events) if e.kind == "backward" and not e.conditional), None)
+        step = next((e for e in events[backward or 0:] if e.kind == "step" and not e.conditional), None) if backward is not None else None
+        if step is not None and owners.get(step.owner):
+            found.append(OptimizerCall(node, HELPER_STEP, step.owner))
+    return found
 
 
 def _applies_gradients(ctx: FileContext, scope: Scope, step: OptimizerCall, calls: list[BackwardCall]) -> bool:
