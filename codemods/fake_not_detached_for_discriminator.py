@@ -68,6 +68,12 @@ Only the discriminator's use of `fake` is detached; the generator step keeps `D(
 `retain_graph=True` on the discriminator's backward is removed with it when nothing later
 backpropagates through that loss.
 
+No fix is offered where the discriminator loss also reads the fake through another term (a
+gradient penalty on an interpolate of real and fake, `gradient_penalty(D, real, fake)`): detaching
+only the discriminator's applications would leave that term walking the generator's graph, and
+whether the penalty can take a detached fake (its interpolate must then be made to require grad)
+is the author's decision.
+
 ## Fix safety
 Safe when the discriminator's backward had no `retain_graph`: the program raised before; now the
 discriminator gradients are those of the same loss and the generator's come from its own loss
@@ -89,7 +95,7 @@ import ast
 from typing import Iterator
 
 from fixer.analysis.calls import BackwardCall
-from fixer.analysis.discriminator_uses import backpropagated_again
+from fixer.analysis.discriminator_uses import backpropagated_again, reaches_besides
 from fixer.analysis.gan_steps import Use, use_key
 from fixer.analysis.scopes import Scope
 from fixer.analysis.undetached_fakes import ALREADY_USED, IN_HELPER, IN_HELPER_AFTER, NEEDS_AGAIN, undetached_fakes
@@ -134,6 +140,9 @@ class FakeNotDetachedForDiscriminator(Rule):
         self, ctx: FileContext, scope: Scope, args: list[ast.expr], call: BackwardCall, calls: list[BackwardCall], when: str
     ) -> Diagnostic:
         text = ctx.text(args[0])
+        if reaches_besides(ctx, scope, call, args[0], args):  # a penalty on it too: detaching these would not do
+            message = MESSAGE.format(text=text, when=when) + " and wherever else its loss reads it (a gradient penalty's interpolate)"
+            return self.diagnostic(ctx, args[0], message)
         edits = [Edit(*ctx.span(arg), f"{ctx.text(arg)}.detach()") for arg in args]
         band_aid = call.flag("retain_graph") is True
         if band_aid and not backpropagated_again(ctx, scope, call, calls):

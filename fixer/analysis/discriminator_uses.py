@@ -257,3 +257,41 @@ def backpropagated_again(ctx: FileContext, scope: Scope, call: BackwardCall, cal
     graph = facts(ctx, scope)
     derived = derived_names(ctx, graph, names_in(call.target), scope_nodes(scope))
     return any(other is not call and reaches(ctx, other, derived) for other in calls)
+
+
+def reaches_besides(ctx: FileContext, scope: Scope, call: BackwardCall, fake: ast.expr, uses: list[ast.expr]) -> bool:
+    """The tensor ``call`` backpropagates carries ``fake``'s graph other than through ``uses`` (its
+    discriminator applications, about to be detached): a gradient penalty on an interpolate of it
+    (``gp = penalty(D, real, fake)``), a feature-matching term. Followed through the scope's
+    statements before the backward, in order; a name reached only under ``.detach()`` does not
+    count, and ``out["real"]`` is not ``out["fake"]`` (but ``out`` itself holds it)."""
+    key, skipped = use_key(fake), {id(u) for u in uses}
+    if key is None:
+        return True  # no name to follow: not proven
+    holder = key.partition("[")[0] if "[" in key else None
+    carriers, end = {key}, ctx.statement_of(call.node)
+
+    def carries(expr: ast.expr) -> bool:
+        read = _read_keys(ctx, expr, skipped)
+        return bool(read & carriers) or holder in read
+
+    for stmt in (s for s in scope_nodes(scope) if isinstance(s, ASSIGNMENTS) and _before(s, end)):
+        if stmt.value is not None and carries(stmt.value):
+            carriers |= set(assigned_names(stmt)) - {key}
+    return carries(call.target)
+
+
+def _read_keys(ctx: FileContext, expr: ast.expr, skipped: set[int]) -> set[str]:
+    """What ``expr`` reads with its graph: names, and ``out["k"]`` slots by their key."""
+    found = set()
+    for node in flowing_nodes(ctx, expr):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in skipped:
+            continue
+        parent = ctx.parent(node)
+        slot = use_key(parent) if isinstance(parent, ast.Subscript) and parent.value is node else None
+        if slot is not None:
+            if id(parent) not in skipped:
+                found.add(slot)
+        elif (name := dotted(node)) is not None:
+            found.add(name)
+    return found
