@@ -5,8 +5,11 @@ from __future__ import annotations
 import ast
 import bisect
 import collections
+import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -498,3 +501,16 @@ def test_bindings_are_read_only_from_the_binding_nodes():
         assert nodes_of(scope, BINDINGS) == [n for n in scope_nodes(scope) if type(n) in BINDINGS], path
         names = {d for n in scope_nodes(scope) for d in assigned_names(n)}
         assert names <= set(Assignments(ctx, scope).assignments) | {None}, path
+
+
+def test_frozen_exit_keeps_the_output():
+    """``python -m fixer`` freezes the collector as the process ends (launch.main): its output and
+    exit status are those of the command line run without the freeze."""
+    folder = str(ROOT / "fixtures" / "loss_accumulated_with_graph")
+    args = ["--no-cache", "--jobs", "1", "--output-format", "json", folder]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    frozen = subprocess.run([sys.executable, "-m", "fixer", *args], check=False, capture_output=True, text=True, env=env)
+    plain = subprocess.run([sys.executable, "-c", "import sys; from fixer.cli import main; main(sys.argv[1:])", *args],
+                           check=False, capture_output=True, text=True, env=env)
+    assert frozen.returncode == plain.returncode == 1
+    assert frozen.stdout == plain.stdout and json.loads(frozen.stdout)
