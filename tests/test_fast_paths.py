@@ -159,6 +159,31 @@ def test_definitions_found_by_find_are_the_anchored_regex_matches():
     assert list(module_cache._definitions(b"x = 1  # def forward\n\tdef forward_x():\n\tdef forward():", b"forward")) == [(1, 51)]
 
 
+def test_definition_gate_lets_in_every_module_whose_tree_answers(tmp_path):
+    """``may_define`` refuses a module only when the lookups that parse it would find nothing
+    there: a top-level class (``_class_in``), function, or relative import of the name (the only
+    re-export ``_definition_in`` follows)."""
+    for path in SOURCES:
+        text = path.read_text()
+        tree = ast.parse(text)
+        target = tmp_path / "module.py"
+        target.write_text(text)
+        project_files.forget_project_files()
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                assert project_text.may_define(str(target), node.name, ast.ClassDef, reexported=False), (path, node.name)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert project_text.may_define(str(target), node.name, ast.FunctionDef, reexported=False), (path, node.name)
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                for alias in node.names:
+                    assert project_text.may_define(str(target), alias.asname or alias.name, ast.ClassDef), (path, alias.name)
+    target.write_text("from .models import (Net,\n    Head as Top)\nfrom torch import nn\nclass Local: pass\n")
+    project_files.forget_project_files()
+    assert [project_text.may_define(str(target), name, ast.ClassDef) for name in ("Net", "Top", "Local", "nn")] == [True, True, True, False]
+    assert not project_text.may_define(str(target), "Net", ast.ClassDef, reexported=False)  # (never parsed for an import)
+    project_files.forget_project_files()
+
+
 def test_word_matches_are_those_of_a_leading_word_boundary():
     for path, data in list(_texts())[:150]:
         for name in (rb"self", rb"model", rb"step", rb"torch\.nn"):
