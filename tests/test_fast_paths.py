@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer import context, suppress
+from fixer import context, engine, literals, suppress
 from fixer.analysis import (
     assignments,
     class_model,
@@ -35,6 +35,7 @@ from fixer.analysis.scopes import (
     walk_local,
 )
 from fixer.context import NOTHING, FileContext
+from fixer.registry import all_rules
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
 from fixer.source import LINE_BREAK, split_lines
@@ -539,3 +540,38 @@ def test_frozen_exit_keeps_the_output():
                            check=False, capture_output=True, text=True, env=env)
     assert frozen.returncode == plain.returncode == 1
     assert frozen.stdout == plain.stdout and json.loads(frozen.stdout)
+
+
+TOKEN_CASES = [
+    '"""loss.backward() in a docstring"""\nx = 1\n', 's = ("a.backward("\n     "b")\n', 's = ("a"  # c\n     "x.backward(")\n',
+    's = "a.backward(" "b"\n', 's = "x.backward(" f"{y}"\n', 's = f"{x}.backward("\n', 'print(Fr"{a}.backward(")\n',
+    's = r"\\".backward("\n', 'def g():\n    return"x.backward("\n', 'if"autograd.grad" in s: pass\n',
+    "s = '''it's .backward( here'''\n", 's = "#" ; t = "y.backward("\n', 's = "abc\\\nx.backward("\n',
+    'x = 1  # "loss.backward()\ns = "z.backward("\n', 'import os  # grad\ns = "import grad"\n', 's = "import"; grad = 1\n',
+    'x = "a"\n"loss.backward()"\n', 'rb"x.backward(" ; Rb"y"\n', 'y = br"\\\\" + "m.backward("\n', 'loss.backward()  # "x"\n',
+]
+
+
+def test_string_tokens_blank_what_the_tree_blanks():
+    """``blanked_by_tokens`` answers, where it answers, the bytes ``blanked_literals`` makes from
+    the tree; it answers for docstrings and plain literals (the files it spares a parse)."""
+    answered = 0
+    for text in [*TOKEN_CASES, *(path.read_text() for path in SOURCES)]:
+        early = literals.blanked_by_tokens(text)
+        if early is not None:
+            answered += 1
+            assert early == literals.blanked_literals(text, ast.parse(text)), text[:200]
+    assert answered >= 15
+    assert literals.blanked_by_tokens(TOKEN_CASES[0]) == b" " * 36 + b"\nx = 1\n"
+    assert [literals.blanked_by_tokens(TOKEN_CASES[i]) for i in (1, 4, 5, 15)] == [None] * 4  # the tree decides
+
+
+def test_a_file_with_backward_text_in_literals_only_gives_the_parsed_result(tmp_path, monkeypatch):
+    """Spared the parse, such a file's result is the one the tree's second look gives."""
+    text = 'def f(x):\n    """Call loss.backward() after this."""\n    return x\n'
+    options = engine.Options(rules=tuple(all_rules()))
+    parsed = engine._process_python(str(tmp_path / "m.py"), text.encode(), options)
+    assert engine.active_rules(text.encode(), options.rules) and engine.run_rules("m.py", text, options.rules, "\n", False) == ([], [])
+    monkeypatch.setattr(engine, "parse", None)  # (never called)
+    spared = engine._process_python(str(tmp_path / "m.py"), text.encode(), options)
+    assert (spared.parsed, spared.diagnostics, spared.errors) == (parsed.parsed, parsed.diagnostics, parsed.errors) == (True, [], [])
