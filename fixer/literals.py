@@ -98,10 +98,10 @@ GAP = re.compile(rb"(?:[ \t\f\n]|\\\n|#[^\n]*)*")  # what may part two string to
 def blanked_by_tokens(text: str) -> Optional[bytes]:
     """``blanked_literals(text, tree)`` without the tree, where the string tokens tell: None when
     no literal holds a match, or when one may lie in a literal they cannot place (an f-string, a
-    string continued by another: ``"a" "b"`` is one literal) or the text is not plain ASCII."""
-    if ("backward" not in text and "grad" not in text) or not text.isascii() or "\r" in text:
+    string continued by another: ``"a" "b"`` is one literal)."""
+    if ("backward" not in text and "grad" not in text) or "\r" in text:
         return None
-    data = text.encode("ascii")
+    data = text.encode("utf-8", "surrogatepass")  # (as the tree's offsets count)
     matches = sorted((m.start(), m.end()) for part in BACKWARD_PARTS for m in part.finditer(data))
     tokens = _string_tokens(data, matches[-1][0]) if matches else None
     if tokens is None:

@@ -549,6 +549,7 @@ TOKEN_CASES = [
     "s = '''it's .backward( here'''\n", 's = "#" ; t = "y.backward("\n', 's = "abc\\\nx.backward("\n',
     'x = 1  # "loss.backward()\ns = "z.backward("\n', 'import os  # grad\ns = "import grad"\n', 's = "import"; grad = 1\n',
     'x = "a"\n"loss.backward()"\n', 'rb"x.backward(" ; Rb"y"\n', 'y = br"\\\\" + "m.backward("\n', 'loss.backward()  # "x"\n',
+    'é = 1\n"""Größe: loss.backward()"""\n', 's = "ü" ; t = "y.backward("  # ñ\n',
 ]
 
 
@@ -564,6 +565,7 @@ def test_string_tokens_blank_what_the_tree_blanks():
     assert answered >= 15
     assert literals.blanked_by_tokens(TOKEN_CASES[0]) == b" " * 36 + b"\nx = 1\n"
     assert [literals.blanked_by_tokens(TOKEN_CASES[i]) for i in (1, 4, 5, 15)] == [None] * 4  # the tree decides
+    assert literals.blanked_by_tokens(TOKEN_CASES[-2]) == "é = 1\n".encode() + b" " * 30 + b"\n"  # (UTF-8 bytes)
 
 
 def test_a_file_with_backward_text_in_literals_only_gives_the_parsed_result(tmp_path, monkeypatch):
