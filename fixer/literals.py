@@ -88,30 +88,38 @@ def _placed_children(node: ast.AST, starts: list[int]) -> Iterator[tuple[int, in
 
 
 QUOTE_OR_COMMENT = re.compile(rb"[#'\"]")
-STRING_END = {q: re.compile(rb"(?:[^\\%s\n]|\\.)*%s" % (q, q), re.DOTALL) for q in (b"'", b'"')}
-STRING_END.update({q * 3: re.compile(rb"(?:[^\\]|\\.)*?%s" % (q * 3), re.DOTALL) for q in (b"'", b'"')})
+# the rest of a string token after its opening quote (loops unrolled: a run of plain bytes at a time)
+STRING_END = {q: re.compile(rb"[^\\%s\n]*(?:\\.[^\\%s\n]*)*%s" % (q, q, q), re.DOTALL) for q in (b"'", b'"')}
+STRING_END.update({q * 3: re.compile(rb"[^\\%s]*(?:(?:\\.|%s(?!%s))[^\\%s]*)*%s" % (q, q, q * 2, q, q * 3), re.DOTALL)
+                   for q in (b"'", b'"')})
+TRIPLES = (b"'''", b'"""')
 PREFIXES = frozenset({b"r", b"u", b"b", b"f", b"br", b"rb", b"fr", b"rf"})  # a string's, lowered (Python 3)
 WORD = frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 GAP = re.compile(rb"(?:[ \t\f\n]|\\\n|#[^\n]*)*")  # what may part two string tokens of one literal
+Token = tuple[int, int, bool]  # (start, end, f-string): a string token's bytes, prefix and quotes included
 
 
 def blanked_by_tokens(text: str) -> Optional[bytes]:
     """``blanked_literals(text, tree)`` without the tree, where the string tokens tell: None when
     no literal holds a match, or when one may lie in a literal they cannot place (an f-string, a
-    string continued by another: ``"a" "b"`` is one literal)."""
+    string continued by another: ``"a" "b"`` is one literal). The tokens are read only as far as
+    the matches need, and no further than the first match in code (most files: the tree's)."""
     if ("backward" not in text and "grad" not in text) or "\r" in text:
         return None
     data = text.encode("utf-8", "surrogatepass")  # (as the tree's offsets count)
-    matches = sorted((m.start(), m.end()) for part in BACKWARD_PARTS for m in part.finditer(data))
-    tokens = _string_tokens(data, matches[-1][0]) if matches else None
-    if tokens is None:
-        return None
-    starts = [start for start, _, _ in tokens]
-    spans = set()
-    for low, high in matches:
+    scan, tokens, starts, spans = _string_tokens(data), [], [], set()
+    for low, high in sorted((m.start(), m.end()) for part in BACKWARD_PARTS for m in part.finditer(data)):
+        while not tokens or tokens[-1][0] <= low:  # up to the token after the match's (it may continue it)
+            token = next(scan, ())
+            if token is None:
+                return None
+            if not token:
+                break
+            tokens.append(token)
+            starts.append(token[0])
         at = bisect.bisect_right(starts, low) - 1
         start, end, formatted = tokens[at] if at >= 0 else (0, 0, False)
-        if end <= low:  # code or a comment, left as the tree leaves it (most files: code, asked of the tree)
+        if end <= low:  # code or a comment, left as the tree leaves it
             if data.rfind(b"#", data.rfind(b"\n", 0, low) + 1, low) < 0:
                 return None
             continue
@@ -121,10 +129,8 @@ def blanked_by_tokens(text: str) -> Optional[bytes]:
     return _blanked(data, spans)
 
 
-def _string_tokens(data: bytes, until: int) -> Optional[list[tuple[int, int, bool]]]:
-    """(start, end, f-string) of the string tokens of ``data`` (prefix and quotes included), comments
-    skipped, up to the first that starts past offset ``until``. None at an unterminated string."""
-    tokens: list[tuple[int, int, bool]] = []
+def _string_tokens(data: bytes) -> Iterator[Optional[Token]]:
+    """The string tokens of ``data`` in order, comments skipped; None at an unterminated string."""
     at = 0
     while (found := QUOTE_OR_COMMENT.search(data, at)) is not None:
         at = found.start()
@@ -135,20 +141,18 @@ def _string_tokens(data: bytes, until: int) -> Optional[list[tuple[int, int, boo
         word = at
         while word > 0 and word > at - 3 and data[word - 1] in WORD:
             word -= 1
-        prefix = data[word:at] if not (word and data[word - 1] in WORD) and data[word:at].lower() in PREFIXES else b""
         # (``return"x"``: a keyword, then a string)
-        quote = data[at : at + 3] if data[at : at + 3] in (b"'''", b'"""') else data[at : at + 1]
+        prefix = data[word:at] if not (word and data[word - 1] in WORD) and data[word:at].lower() in PREFIXES else b""
+        quote = data[at : at + 3] if data[at : at + 3] in TRIPLES else data[at : at + 1]
         closed = STRING_END[quote].match(data, at + len(quote))
         if closed is None:
-            return None
-        tokens.append((at - len(prefix), closed.end(), b"f" in prefix.lower()))
-        if at > until:
-            break
+            yield None
+            return
+        yield at - len(prefix), closed.end(), b"f" in prefix.lower()
         at = closed.end()
-    return tokens
 
 
-def _continued(data: bytes, tokens: list[tuple[int, int, bool]], at: int) -> bool:
+def _continued(data: bytes, tokens: list[Token], at: int) -> bool:
     """Another string token follows or precedes token ``at`` with only blanks, line breaks and
     comments between (in brackets one literal, else two statements: the tree tells)."""
     before = at > 0 and GAP.fullmatch(data, tokens[at - 1][1], tokens[at][0]) is not None
