@@ -17,7 +17,7 @@ from fixer.deep import call_with_deep_stack
 from fixer.analysis.project_files import set_root
 from fixer.analysis.project_text import STEP_CALL, imported_by_matching, imports_matching
 from fixer.fixpass import Outcome, PassFailed
-from fixer.literals import blanked_literals
+from fixer.literals import blanked_by_tokens, blanked_literals
 from fixer.nodes import parse
 from fixer.notebook import NotebookError, Program, build_program, parse_notebook, rebuild
 from fixer.rule import BACKWARD_CALL, Diagnostic, Edit, Rule
@@ -94,6 +94,14 @@ def run_rules(
             crashes.append(f"rule {rule.code} ({rule.name}) crashed: {detail}")
     ctx.cache.clear()  # its analyses refer back to it: freed now, not by a later cycle collection (a pass runs several)
     return sorted(set(found), key=lambda d: d.sort_key), crashes
+
+
+def _in_literals_only(text: str, rules: Sequence[type[Rule]], path: str) -> bool:
+    """The rules passed the pre-filter only through string literals that the tokens place (run_rules'
+    second look, made before the parse): nothing to analyse, nor to parse, as for a file whose
+    matches are all on comment lines. (A fix pass still parses its text: a fix must keep it valid.)"""
+    blanked = blanked_by_tokens(text)
+    return blanked is not None and not active_rules(blanked, rules, path)
 
 
 def _check(rule: type[Rule], ctx: FileContext) -> list[Diagnostic]:
@@ -246,7 +254,8 @@ def _process_python(
     text = source.text
     padded = text + source.newline if text and not text.endswith(("\n", "\r")) else text
     try:
-        diagnostics, crashes = run_rules(path, padded, rules, source.newline, options.verbose, options.root)
+        diagnostics, crashes = ([], []) if _in_literals_only(padded, rules, path) else \
+            run_rules(path, padded, rules, source.newline, options.verbose, options.root)
     except SyntaxError as exc:
         result.errors.append(f"cannot parse: {exc.msg} ({where(exc.lineno or 1)})")
         return result

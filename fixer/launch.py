@@ -5,6 +5,7 @@ other command goes to fixer.cli."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import List, Optional
 
@@ -19,4 +20,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise SystemExit(serve())
     from fixer.cli import main as cli_main
 
-    cli_main(args)
+    try:
+        cli_main(args)
+    finally:
+        # The process ends here: the interpreter's last collections would scan every object a run
+        # keeps (the imported modules' trees, the memos), 1.3 s CPU after a --jobs 1 run over
+        # torch's tree; frozen, their memory goes back with the process unscanned.
+        gc.freeze()

@@ -5,13 +5,16 @@ from __future__ import annotations
 import ast
 import bisect
 import collections
+import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from fixer import context, suppress
+from fixer import context, engine, literals, suppress
 from fixer.analysis import (
     assignments,
     class_model,
@@ -32,6 +35,7 @@ from fixer.analysis.scopes import (
     walk_local,
 )
 from fixer.context import NOTHING, FileContext
+from fixer.registry import all_rules
 from fixer.nodes import child_nodes, walk
 from fixer.rule import BACKWARD_CALL, has_backward_call
 from fixer.source import LINE_BREAK, split_lines
@@ -154,6 +158,31 @@ def test_definitions_found_by_find_are_the_anchored_regex_matches():
         for name in {*found, b"forward", b"nothing"}:
             assert list(module_cache._definitions(data, name)) == found.get(name, []), (path, name)
     assert list(module_cache._definitions(b"x = 1  # def forward\n\tdef forward_x():\n\tdef forward():", b"forward")) == [(1, 51)]
+
+
+def test_definition_gate_lets_in_every_module_whose_tree_answers(tmp_path):
+    """``may_define`` refuses a module only when the lookups that parse it would find nothing
+    there: a top-level class (``_class_in``), function, or relative import of the name (the only
+    re-export ``_definition_in`` follows)."""
+    for path in SOURCES:
+        text = path.read_text()
+        tree = ast.parse(text)
+        target = tmp_path / "module.py"
+        target.write_text(text)
+        project_files.forget_project_files()
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                assert project_text.may_define(str(target), node.name, ast.ClassDef, reexported=False), (path, node.name)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert project_text.may_define(str(target), node.name, ast.FunctionDef, reexported=False), (path, node.name)
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                for alias in node.names:
+                    assert project_text.may_define(str(target), alias.asname or alias.name, ast.ClassDef), (path, alias.name)
+    target.write_text("from .models import (Net,\n    Head as Top)\nfrom torch import nn\nclass Local: pass\n")
+    project_files.forget_project_files()
+    assert [project_text.may_define(str(target), name, ast.ClassDef) for name in ("Net", "Top", "Local", "nn")] == [True, True, True, False]
+    assert not project_text.may_define(str(target), "Net", ast.ClassDef, reexported=False)  # (never parsed for an import)
+    project_files.forget_project_files()
 
 
 def test_word_matches_are_those_of_a_leading_word_boundary():
@@ -498,3 +527,53 @@ def test_bindings_are_read_only_from_the_binding_nodes():
         assert nodes_of(scope, BINDINGS) == [n for n in scope_nodes(scope) if type(n) in BINDINGS], path
         names = {d for n in scope_nodes(scope) for d in assigned_names(n)}
         assert names <= set(Assignments(ctx, scope).assignments) | {None}, path
+
+
+def test_frozen_exit_keeps_the_output():
+    """``python -m fixer`` freezes the collector as the process ends (launch.main): its output and
+    exit status are those of the command line run without the freeze."""
+    folder = str(ROOT / "fixtures" / "loss_accumulated_with_graph")
+    args = ["--no-cache", "--jobs", "1", "--output-format", "json", folder]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    frozen = subprocess.run([sys.executable, "-m", "fixer", *args], check=False, capture_output=True, text=True, env=env)
+    plain = subprocess.run([sys.executable, "-c", "import sys; from fixer.cli import main; main(sys.argv[1:])", *args],
+                           check=False, capture_output=True, text=True, env=env)
+    assert frozen.returncode == plain.returncode == 1
+    assert frozen.stdout == plain.stdout and json.loads(frozen.stdout)
+
+
+TOKEN_CASES = [
+    '"""loss.backward() in a docstring"""\nx = 1\n', 's = ("a.backward("\n     "b")\n', 's = ("a"  # c\n     "x.backward(")\n',
+    's = "a.backward(" "b"\n', 's = "x.backward(" f"{y}"\n', 's = f"{x}.backward("\n', 'print(Fr"{a}.backward(")\n',
+    's = r"\\".backward("\n', 'def g():\n    return"x.backward("\n', 'if"autograd.grad" in s: pass\n',
+    "s = '''it's .backward( here'''\n", 's = "#" ; t = "y.backward("\n', 's = "abc\\\nx.backward("\n',
+    'x = 1  # "loss.backward()\ns = "z.backward("\n', 'import os  # grad\ns = "import grad"\n', 's = "import"; grad = 1\n',
+    'x = "a"\n"loss.backward()"\n', 'rb"x.backward(" ; Rb"y"\n', 'y = br"\\\\" + "m.backward("\n', 'loss.backward()  # "x"\n',
+    'é = 1\n"""Größe: loss.backward()"""\n', 's = "ü" ; t = "y.backward("  # ñ\n',
+]
+
+
+def test_string_tokens_blank_what_the_tree_blanks():
+    """``blanked_by_tokens`` answers, where it answers, the bytes ``blanked_literals`` makes from
+    the tree; it answers for docstrings and plain literals (the files it spares a parse)."""
+    answered = 0
+    for text in [*TOKEN_CASES, *(path.read_text() for path in SOURCES)]:
+        early = literals.blanked_by_tokens(text)
+        if early is not None:
+            answered += 1
+            assert early == literals.blanked_literals(text, ast.parse(text)), text[:200]
+    assert answered >= 15
+    assert literals.blanked_by_tokens(TOKEN_CASES[0]) == b" " * 36 + b"\nx = 1\n"
+    assert [literals.blanked_by_tokens(TOKEN_CASES[i]) for i in (1, 4, 5, 15)] == [None] * 4  # the tree decides
+    assert literals.blanked_by_tokens(TOKEN_CASES[-2]) == "é = 1\n".encode() + b" " * 30 + b"\n"  # (UTF-8 bytes)
+
+
+def test_a_file_with_backward_text_in_literals_only_gives_the_parsed_result(tmp_path, monkeypatch):
+    """Spared the parse, such a file's result is the one the tree's second look gives."""
+    text = 'def f(x):\n    """Call loss.backward() after this."""\n    return x\n'
+    options = engine.Options(rules=tuple(all_rules()))
+    parsed = engine._process_python(str(tmp_path / "m.py"), text.encode(), options)
+    assert engine.active_rules(text.encode(), options.rules) and engine.run_rules("m.py", text, options.rules, "\n", False) == ([], [])
+    monkeypatch.setattr(engine, "parse", None)  # (never called)
+    spared = engine._process_python(str(tmp_path / "m.py"), text.encode(), options)
+    assert (spared.parsed, spared.diagnostics, spared.errors) == (parsed.parsed, parsed.diagnostics, parsed.errors) == (True, [], [])

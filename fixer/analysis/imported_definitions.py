@@ -149,7 +149,7 @@ def _class_spellings(ctx: FileContext) -> tuple[dict[str, tuple], dict[str, tupl
 
 
 def _class_in(path: Optional[str], name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
-    other = load_file(path) if path and name and may_define(path, name, ast.ClassDef) else None
+    other = load_file(path) if path and name and may_define(path, name, ast.ClassDef, reexported=False) else None
     if other is not None:
         for cls in other.tree.body:
             if isinstance(cls, ast.ClassDef) and cls.name == name:
@@ -161,7 +161,7 @@ def _definition_in(importer: str, module: Optional[str], level: int, name: str, 
     """(context, node) of the top-level ``kind`` definition ``name`` in the module ``importer``
     imports, following re-exports of a package's own modules; None if unknown."""
     path = module_file(importer, module, level)
-    if path is None or not may_define(path, name, kind):
+    if path is None or not may_define(path, name, kind, reexported=depth < MAX_REEXPORTS):
         return None  # decided from the text: the module is parsed only when it may hold the name
     other = load_file(path)
     if other is None:

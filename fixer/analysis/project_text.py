@@ -27,12 +27,14 @@ TOP_CLASS = re.compile(rb"\nclass[ \t]+(\w+)")
 TOP_FUNCTIONS = (re.compile(rb"\ndef[ \t]+(\w+)"), re.compile(rb"\nasync[ \t]+def[ \t]+(\w+)"))
 
 
-def may_define(path: str, name: str, kind) -> bool:
+def may_define(path: str, name: str, kind, reexported: bool = True) -> bool:
     """The module's text defines ``name`` at top level as a ``kind`` (``ast.ClassDef``, or the
-    function definitions) or imports it: decided from one scan of its bytes, kept as sets of names
-    (not the text) per module. A function is never parsed for as a class, nor the reverse."""
+    function definitions) or, with ``reexported``, imports it from a module of its own package
+    (``from .models import Net``: the only re-export followed): decided from one scan of its bytes,
+    kept as sets of names (not the text) per module. A function is never parsed for as a class, nor
+    the reverse, nor a module for a name it imports from elsewhere."""
     classes, functions, imported = _top_names(path)
-    return name in imported or name in (classes if kind is ast.ClassDef else functions)
+    return reexported and name in imported or name in (classes if kind is ast.ClassDef else functions)
 
 
 @depends.remembered
@@ -43,8 +45,9 @@ def _top_names(path: str) -> tuple[frozenset[str], frozenset[str], frozenset[str
         classes = {m.group(1).decode("ascii", "replace") for m in TOP_CLASS.finditer(data)}
         functions = {m.group(1).decode("ascii", "replace") for p in TOP_FUNCTIONS for m in p.finditer(data)}
         for match in import_lines(data):
-            _, _, grouped, listed, _, _ = match.groups()
-            imported.update(w.decode("ascii", "replace") for w in re.findall(rb"\w+", grouped or listed or b""))
+            dots, _, grouped, listed, _, _ = match.groups()
+            if dots:  # (relative imports alone)
+                imported.update(w.decode("ascii", "replace") for w in re.findall(rb"\w+", grouped or listed or b""))
     return frozenset(classes), frozenset(functions), frozenset(imported)
 
 
