@@ -32,6 +32,7 @@ from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument
+from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import facts
 from fixer.analysis.imported_definitions import imported_function
 from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
@@ -136,13 +137,14 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
     own = scope.ctx or ctx  # a function of another file is read in its own file
     graph = facts(own, scope)
     found: set[Field] = set()
+    objects = frozenset(bound) - rebound  # the parameters holding an object of a known class
     todo, done = list(exprs), set()
     while todo:
         expr = todo.pop()
         if id(expr) in done:
             continue
         done.add(id(expr))
-        for node in walk(expr):
+        for node in flowing_nodes(own, expr, objects=objects):  # not what is read under .detach(), .item(), .data
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (holder := _holder_class(scope, node.value, rebound, bound)):
                 found.add((id(holder), node.attr))
                 todo.extend(value for _, value in graph.assignments.get(dotted(node), []) if value is not None)  # stored here
