@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fixer.analysis.arguments import bound_arguments
+from fixer.analysis.carried_flow import names_in
 from fixer.analysis.flow import flowing_nodes, named_function, reaching
 from fixer.analysis.graph import DETACHING_ATTRIBUTES, facts
 from fixer.analysis.names import dotted
@@ -27,6 +28,7 @@ from fixer.analysis.plain_numbers import parameters
 from fixer.analysis.scopes import NESTED, RETURNS, Scope, nodes_of, scope_nodes, statement_index
 from fixer.analysis.vocabulary import ADDS
 from fixer.context import FileContext
+from fixer.nodes import walk
 
 REFLECTION = frozenset({"setattr", "delattr", "exec", "eval", "globals", "vars", "locals"})
 MAX_LOCAL_STEPS = 50  # local definitions followed back from the returned values
@@ -69,6 +71,18 @@ def read_arguments(ctx: FileContext, call: ast.Call) -> Optional[list[tuple[ast.
         for part in rest:
             arg = ast.Attribute(value=arg, attr=part, ctx=ast.Load())
         found.append((arg, method))
+    return found
+
+
+def read_names(ctx: FileContext, expr: Optional[ast.AST]) -> set[str]:
+    """The dotted names ``expr`` reads (``carried_flow.names_in``), a call of a summarised project
+    function read in the caller's terms too: ``compute_loss(self, y)`` returning
+    ``self.readout(self.memory)`` reads ``self.memory``."""
+    found = names_in(expr)
+    for node in walk(expr) if found else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for arg, _ in read_arguments(ctx, node) or ():
+                found |= names_in(arg)
     return found
 
 
