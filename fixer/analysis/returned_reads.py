@@ -74,6 +74,22 @@ def read_arguments(ctx: FileContext, call: ast.Call) -> Optional[list[tuple[ast.
     return found
 
 
+def returned_field(ctx: FileContext, call: ast.Call) -> Optional[ast.Attribute]:
+    """``arg.attr`` when the call runs a summarised project function every ``return`` of which
+    hands back ``param.attr`` of one parameter, given ``arg`` (a name or ``self.field``): an
+    accessor (``compute_loss(micro)`` returning ``micro.loss``), read as the field itself."""
+    helper = named_function(ctx, call) if returned_reads(ctx, call) is not None else None
+    returns = [r.value for r in nodes_of(helper, RETURNS) if isinstance(r, ast.Return)] if helper else []
+    paths = {dotted(v) if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) else None for v in returns}
+    if len(paths) != 1 or None in paths:
+        return None
+    root, attr = paths.pop().split(".")
+    arg = dict(bound_arguments(helper, call)).get(root)
+    if arg is None or dotted(arg) is None or attr in DETACHING_ATTRIBUTES:
+        return None
+    return ast.Attribute(value=arg, attr=attr, ctx=ast.Load())
+
+
 def read_names(ctx: FileContext, expr: Optional[ast.AST]) -> set[str]:
     """The dotted names ``expr`` reads (``carried_flow.names_in``), a call of a summarised project
     function read in the caller's terms too: ``compute_loss(self, y)`` returning
