@@ -67,6 +67,8 @@ from fixer.analysis.backward_repeats import (
     repeated_backwards,
 )
 from fixer.analysis.calls import BackwardCall
+from fixer.analysis.names import dotted
+from fixer.analysis.returned_reads import returned_field
 from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 from fixer.edits.keywords import keyword_edit
@@ -153,10 +155,11 @@ class RepeatedBackward(Rule):
         )
 
     def _delete_returned(self, ctx: FileContext, call: BackwardCall, later: BackwardCall, inner: BackwardCall) -> Diagnostic:
-        if isinstance(call.node, ast.Call):
+        field = returned_field(ctx, call.node) if isinstance(call.node, ast.Call) else call.node
+        if field is None:
             source = f"what `{ctx.text(call.node.func)}` returns after backpropagating it"
-        else:  # loss = trainer.loss: a field the method that stores it backpropagates
-            source = f"the field `{ctx.text(call.node)}`, which the method that stores it backpropagates"
+        else:  # loss = trainer.loss (or an accessor returning it): a field the method that stores it backpropagates
+            source = f"the field `{dotted(field)}`, which the method that stores it backpropagates"
         return self._delete_later(
             ctx, call, later,
             f"is {source} (its line {inner.node.lineno}); this call walks "

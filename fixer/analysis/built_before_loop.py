@@ -31,6 +31,7 @@ from fixer.context import FileContext
 from fixer.nodes import walk
 
 
+MAX_PURE_DEPTH = 3  # project functions calling pure project functions, read this deep
 RANDOM = re.compile(r"(^|\.)(rand\w*|bernoulli|multinomial|normal|poisson|\w*dropout\w*|rrelu|gumbel_softmax|manual_seed|save|load|empty\w*)$")
 
 
@@ -114,12 +115,13 @@ def recompute_kind(ctx: FileContext, graph: GraphFacts, scope: Scope, stmt: ast.
     return kind
 
 
-def _pure_helper(ctx: FileContext, scope: Scope, call: ast.Call) -> bool:
+def _pure_helper(ctx: FileContext, scope: Scope, call: ast.Call, depth: int = MAX_PURE_DEPTH) -> bool:
     """``call`` runs a project function (of this file or imported) whose body only returns an
-    expression of torch operations, tensor methods and calls of its own parameters
-    (``return criterion(out, y) + 0.01 * out.pow(2).mean()``): evaluating it again has no effect
+    expression of torch operations, tensor methods, calls of its own parameters and calls of such
+    functions (``return criterion(out, y) + 0.01 * out.pow(2).mean()``; ``return
+    regression_loss(criterion, out, y)``), ``depth`` calls deep: evaluating it again has no effect
     but a new graph."""
-    callee = called_function(ctx, scope, call.func)
+    callee = called_function(ctx, scope, call.func) if depth > 0 else None
     if callee is None or not isinstance(callee.node, ast.FunctionDef) or callee.class_node is not None or callee.node.decorator_list:
         return False
     body = [s for s in callee.node.body if not is_docstring(s)]
@@ -135,7 +137,9 @@ def _pure_helper(ctx: FileContext, scope: Scope, call: ast.Call) -> bool:
             name = qualified(own, node.func) or ""
             torch_op = name.startswith("torch.") and not RANDOM.search(name) and not name.endswith("_")
             tensor_method = isinstance(node.func, ast.Attribute) and node.func.attr in PURE_TENSOR_METHODS
-            if not (torch_op or tensor_method or isinstance(node.func, ast.Name) and node.func.id in params):
+            if not (torch_op or tensor_method or isinstance(node.func, ast.Name) and node.func.id in params) and not (
+                isinstance(node.func, ast.Name) and _pure_helper(own, callee, node, depth - 1)
+            ):
                 return False
     return True
 

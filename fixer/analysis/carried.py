@@ -30,6 +30,7 @@ from fixer.analysis.graph import GraphFacts, facts
 from fixer.analysis.names import dotted
 from fixer.analysis.object_fields import RESETS, field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class
 from fixer.analysis.passes import pass_body
+from fixer.analysis.returned_reads import read_names
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
 from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.call_sites import argument_of, parameter_position
@@ -154,7 +155,7 @@ def _find(ctx: FileContext, scope: Scope) -> Iterator[CarriedValue]:
     for it in its:
         body_nodes = [n for n in nodes_inside(ctx, scope, nodes, it.node) if not _in_header(ctx, n, it.node)]
         backward_stmt = ctx.statement_of(it.backward.node)
-        feeding = Feeding(ctx, it.body, it.backward.target, backward_stmt)
+        feeding = Feeding(ctx, it.body, it.backward.target, backward_stmt, names=lambda e: read_names(ctx, e))
         for name, defs in sorted(_stored_names(ctx, graph, it).items()):
             if it.per_call and not scope.self_name and _carried_by_caller(ctx, scope, name):
                 continue
@@ -271,6 +272,12 @@ def _stored_names(ctx: FileContext, graph: GraphFacts, it: Iteration) -> dict[st
     return stored
 
 
+def _called_reads(ctx: FileContext, call: ast.Call) -> set[str]:
+    """What a call of a summarised project function reads of its arguments (``compute_loss(self)``
+    stacking ``self.log_probs``), in this scope's names."""
+    return read_names(ctx, call) - names_in(call) if isinstance(call.func, ast.Name) else set()
+
+
 def _reads(body_nodes: list[ast.AST], name: str) -> list[ast.expr]:
     reads = []
     for node in body_nodes:
@@ -370,7 +377,8 @@ def _carried_container(ctx, scope, graph, it, feeding, body_nodes, name, stores)
     if cut_somewhere(ctx, scope, graph, name):
         return None
     store_stmts = [s for s, _ in stores]
-    for read in _reads(body_nodes, name):
+    reads = _reads(body_nodes, name) + [n for n in body_nodes if isinstance(n, ast.Call) and name in _called_reads(ctx, n)]
+    for read in sorted(reads, key=position):
         if any(contains(s, read) for s in store_stmts) or not feeding.reaches(read):
             continue
         if not any(_freed_by_own_pass(s, v, name, feeding) for s, v in stores):

@@ -32,8 +32,9 @@ def reaching(graph: GraphFacts, name: str, at: ast.AST) -> list[tuple[ast.AST, O
     return graph.reaching(name, at)
 
 
-def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Iterator[ast.AST]:
-    """Sub-expressions of ``expr`` through which a graph flows. Names are yielded but not entered."""
+def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True, objects: frozenset[str] = frozenset()) -> Iterator[ast.AST]:
+    """Sub-expressions of ``expr`` through which a graph flows. Names are yielded but not entered.
+    ``objects``: names known to hold an object of a class, whose ``.data`` is a field, as ``self``'s."""
     stack = [expr]
     while stack:
         node = stack.pop()
@@ -48,7 +49,9 @@ def flowing_nodes(ctx: FileContext, expr: ast.expr, names: bool = True) -> Itera
             callee = [node.func.value] if isinstance(node.func, ast.Attribute) else [] if isinstance(node.func, ast.Name) else [node.func]
             stack.extend(reversed([*callee, *flowing_arguments(ctx, node)]))
             continue
-        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES and not is_self_attribute(ctx, node):
+        if isinstance(node, ast.Attribute) and node.attr in DETACHING_ATTRIBUTES and not is_self_attribute(ctx, node) and not (
+            isinstance(node.value, ast.Name) and node.value.id in objects
+        ):
             continue
         if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
             if names:

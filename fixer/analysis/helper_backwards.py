@@ -21,6 +21,7 @@ from fixer.analysis.held_values import held_name
 from fixer.analysis.imported_definitions import imported_step_names
 from fixer.analysis.loop_reach import stored_from_outside
 from fixer.analysis.names import dotted
+from fixer.analysis.returned_reads import returned_field
 from fixer.analysis.scopes import CALLS, RETURNS, Scope, nodes_of
 from fixer.context import FileContext
 
@@ -68,8 +69,9 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
         stmt = ctx.parent(node)
         if not isinstance(stmt, ast.Assign) or stmt.value is not node or len(stmt.targets) != 1:
             continue
-        if isinstance(node, ast.Attribute):
-            kept = _field_backpropagated(ctx, scope, node)
+        field = node if isinstance(node, ast.Attribute) else returned_field(ctx, node)  # (``loss = last_loss(trainer)``)
+        if field is not None:
+            kept = _field_backpropagated(ctx, scope, field)
             if kept is not None and dotted(stmt.targets[0]):
                 found[BackwardCall(node, stmt.targets[0], "helper")] = (ctx, *kept)
             continue

@@ -19,6 +19,7 @@ from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, reaches
+from fixer.analysis.loop_reach import local_names, read_fields
 from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import call_loops
@@ -46,12 +47,12 @@ def init_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.Ass
     graph, nodes = facts(ctx, scope), scope_nodes(scope)
     for attr, stmt in sorted(_built_once(ctx, scope, init).items()):
         name = f"{scope.self_name}.{attr}"
-        if not any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n) == name for n in nodes):
+        if attr not in _attributes(ctx, scope, calls):
             continue
         init_graph = facts(ctx, init)
         if under_no_grad(ctx, stmt) or init_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(init, stmt):
             continue
-        reaching = [c for c in calls if reaches(ctx, c, derived_names(ctx, graph, {name}, nodes))]
+        reaching = _reaching(ctx, scope, calls, attr, derived_names(ctx, graph, {name}, nodes))
         if reaching:
             found.append((name, stmt, reaching))
     return found
@@ -63,8 +64,9 @@ def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.As
     ``self.y = y``): (attribute, the assignment, backward calls)."""
     if not scope.self_name or getattr(scope.node, "name", "") == "__init__":
         return []
-    fields = {f: n for f, n in held_for_life(ctx).items() if "." not in n and f.split(".", 1)[1] in _attributes(ctx, scope)}
-    calls = _every_call_backwards(ctx, scope) if fields and _called_in_a_loop(ctx, scope.node.name) else []
+    every_call = _every_call_backwards(ctx, scope) if _called_in_a_loop(ctx, scope.node.name) else []
+    fields = {f: n for f, n in held_for_life(ctx).items() if "." not in n and f.split(".", 1)[1] in _attributes(ctx, scope, every_call)}
+    calls = every_call if fields else []
     sites = constructions(ctx, scope.class_node) if calls else None
     builder = _scope_of(ctx, sites[0]) if sites else None
     if builder is None:
@@ -79,7 +81,7 @@ def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.As
         if builder_graph.kind(stmt.value, stmt) != Kind.GRAPH or not saving(builder, stmt):
             continue
         name = f"{scope.self_name}.{field.split('.', 1)[1]}"
-        reaching = [c for c in calls if reaches(ctx, c, derived_names(ctx, graph, {name}, nodes))]
+        reaching = _reaching(ctx, scope, calls, field.split(".", 1)[1], derived_names(ctx, graph, {name}, nodes))
         if reaching:
             found.append((name, stmt, reaching))
     return found
@@ -94,8 +96,21 @@ def _scope_of(ctx: FileContext, node: ast.AST) -> Optional[Scope]:
     return next((s for s in scopes(ctx) if s.node is parent), None)
 
 
-def _attributes(ctx: FileContext, scope: Scope) -> set[str]:
-    return {n.attr for n in scope_nodes(scope) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n.value) == scope.self_name}
+def _attributes(ctx: FileContext, scope: Scope, calls: list[BackwardCall]) -> set[str]:
+    """The object's fields the method reads: itself, or through what its backward calls
+    backpropagate (``loop_reach.read_fields``: a helper of any project file given ``self``)."""
+    own = {n.attr for n in scope_nodes(scope) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n.value) == scope.self_name}
+    return own | {attr for call in calls for key, attr in _read_through(ctx, scope, call) if key == id(scope.class_node)}
+
+
+def _reaching(ctx: FileContext, scope: Scope, calls: list[BackwardCall], attr: str, derived: set[str]) -> list[BackwardCall]:
+    """The backward calls whose target the field's graph flows into: through the names derived
+    from it here, or through the functions the target's value comes from."""
+    return [c for c in calls if reaches(ctx, c, derived) or (id(scope.class_node), attr) in _read_through(ctx, scope, c)]
+
+
+def _read_through(ctx: FileContext, scope: Scope, call: BackwardCall) -> set[tuple[int, str]]:
+    return ctx.memo(("init_read_fields", id(call.node)), lambda: read_fields(ctx, scope, [call.target], local_names(scope)))
 
 
 def _every_call_backwards(ctx: FileContext, scope: Scope) -> list[BackwardCall]:

@@ -4,9 +4,12 @@ A loop's code reaches further than its body: ``model(x)`` runs the ``forward`` o
 ``model`` holds an instance of, ``model.nll()`` runs that method, ``train_step(model, x)`` runs a
 function whose parameter ``model`` then holds that object, and inside a method
 ``self.kernel(x, x)`` runs the ``forward`` of the object ``__init__`` stored in ``self.kernel``
-(made there, or given to the one construction of the class in this file). Only this file's classes
-and functions are followed, and only objects made once: a name the loop rebinds is a new object in
-every iteration and is not followed, nor a field any code other than ``__init__`` stores.
+(made there, or given to the one construction of the class in this file). This file's classes and
+functions are followed, and, for what an iteration reads and runs, the functions of other project
+files it calls (``compute_loss(self, x)`` of ``helpers.py``), read in their own file, where a parameter
+the call gives an object of this file's class stands for that object (``self.model(x)``,
+``self.penalty``). Only objects made once: a name the loop rebinds is a new object in every
+iteration and is not followed, nor a field any code other than ``__init__`` stores.
 
 ``iteration_backwards(ctx)``: the backward calls that run, and free their graph, in every
 iteration of a loop: in the loop's body, or in a function or method the loop calls that
@@ -29,7 +32,9 @@ from fixer.analysis.callees import called_function, instance_class
 from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument
+from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import facts
+from fixer.analysis.imported_definitions import imported_function
 from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import CALLS, LOOP_STATEMENTS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
@@ -130,19 +135,21 @@ def local_names(scope: Scope) -> set[str]:
 def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: set[str], bound: Optional[Bound] = None,
                 depth: int = MAX_CALL_DEPTH, seen: frozenset = frozenset()) -> set[Field]:
     bound = bound or {}
-    graph = facts(ctx, scope)
+    own = scope.ctx or ctx  # a function of another file is read in its own file
+    graph = facts(own, scope)
     found: set[Field] = set()
+    objects = frozenset(bound) - rebound  # the parameters holding an object of a known class
     todo, done = list(exprs), set()
     while todo:
         expr = todo.pop()
         if id(expr) in done:
             continue
         done.add(id(expr))
-        for node in walk(expr):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and scope.self_name and dotted(node.value) == scope.self_name:
-                found.add((id(scope.class_node), node.attr))
+        for node in flowing_nodes(own, expr, objects=objects):  # not what is read under .detach(), .item(), .data
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (holder := _holder_class(scope, node.value, rebound, bound)):
+                found.add((id(holder), node.attr))
                 todo.extend(value for _, value in graph.assignments.get(dotted(node), []) if value is not None)  # stored here
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (prefix := dotted(node.value)):
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and own is ctx and (prefix := dotted(node.value)):
                 held = path_instance(ctx, scope, prefix)  # ``windows.data``: a field of an object of this file's class
                 if held is not None:
                     found.add((id(held), node.attr))
@@ -152,9 +159,9 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
                         value = stmt.iter  # a loop variable is an element of what the loop iterates
                     if value is not None:
                         todo.append(value)
-                todo.extend(_added_into(ctx, scope).get(node.id, ()))  # ``outs.append(head(h))`` ... ``torch.stack(outs)``
+                todo.extend(_added_into(own, scope).get(node.id, ()))  # ``outs.append(head(h))`` ... ``torch.stack(outs)``
             elif isinstance(node, ast.Call) and depth > 0:
-                callee = callee_method(ctx, scope, node.func, rebound, bound)
+                callee = callee_method(ctx, scope, node.func, rebound, bound, imported=True)
                 if callee is not None and id(callee.node) not in seen:
                     # what it returns, or yields (a generator method serving slices of a field)
                     returns = [n.value for n in scope_nodes(callee) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
@@ -177,6 +184,16 @@ def _added_into(ctx: FileContext, scope: Scope) -> dict[str, list[ast.expr]]:
     return ctx.memo(("added_into", id(scope.node)), compute)
 
 
+def _holder_class(scope: Scope, value: ast.expr, rebound: set[str], bound: Bound) -> Optional[ast.ClassDef]:
+    """The class whose field ``value.<attr>`` is: the method's own object, or a parameter the call
+    gives an object of this file's class (``bound``) that the function does not rebind."""
+    if not isinstance(value, ast.Name):
+        return None
+    if scope.self_name and value.id == scope.self_name:
+        return scope.class_node
+    return bound.get(value.id) if value.id not in rebound else None
+
+
 def walking_steps(ctx: FileContext, writers: dict[Field, Scope]) -> dict[Field, IterationBackward]:
     """For each field (and the method that writes it), the first iteration backward whose loss
     reads the field in a loop that runs that method, in the order they are found."""
@@ -191,15 +208,15 @@ def walking_steps(ctx: FileContext, writers: dict[Field, Scope]) -> dict[Field, 
 
 
 def methods_run(ctx: FileContext, scope: Scope, loop: ast.AST) -> list[Scope]:
-    """The methods of this file's classes (and the functions) that the loop's body calls,
-    directly or through them."""
+    """The methods of this file's classes (and the functions, of this file or another project file)
+    that the loop's body calls, directly or through them."""
     rebound = rebound_in(loop)
     found: dict[int, Scope] = {}
     todo = [(scope, [n for n in walk(loop) if isinstance(n, ast.Call)], rebound, {}, MAX_CALL_DEPTH)]
     while todo:
         where, calls, names, bound, depth = todo.pop()
         for call in calls:
-            callee = callee_method(ctx, where, call.func, names, bound)
+            callee = callee_method(ctx, where, call.func, names, bound, imported=True)
             if callee is None or id(callee.node) in found or callee.node is scope.node:
                 continue
             found[id(callee.node)] = callee
@@ -209,24 +226,29 @@ def methods_run(ctx: FileContext, scope: Scope, loop: ast.AST) -> list[Scope]:
     return list(found.values())
 
 
-def callee_method(ctx: FileContext, scope: Scope, func: ast.expr, rebound: set[str], bound: Bound) -> Optional[Scope]:
+def callee_method(ctx: FileContext, scope: Scope, func: ast.expr, rebound: set[str], bound: Bound,
+                  imported: bool = False) -> Optional[Scope]:
     """The method a call runs: ``self.method``, ``obj.method`` or ``obj(...)`` (its ``forward``) for
     an object of one of this file's classes, ``self.sub(...)`` for an object the object holds,
-    or a function of this file."""
+    or a function of this file (with ``imported``, or of another project file). In a function of
+    another file (``scope.ctx`` is not ``ctx``) only the objects ``bound`` gives are this file's."""
     name = dotted(func) or ""
     root = name.partition(".")[0]
     if root in rebound:
         return None
-    held = _held_class(ctx, scope, func)
+    home = (scope.ctx or ctx) is ctx
+    held = _held_class(ctx, scope, func, bound)
     if held is not None:
         return class_methods(ctx, held).get("forward")
     if isinstance(func, ast.Name):
-        cls = bound.get(func.id) or _object_class(ctx, scope, func.id)
+        cls = bound.get(func.id) or (_object_class(ctx, scope, func.id) if home else None)
         if cls is not None:
             return class_methods(ctx, cls).get("forward")
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in bound:
         return class_methods(ctx, bound[func.value.id]).get(func.attr)
-    return called_function(ctx, scope, func, imported=False)
+    if not home:
+        return called_function(scope.ctx, scope, func, imported=False) if isinstance(func, ast.Name) else None
+    return called_function(ctx, scope, func, imported=False) or (imported_function(ctx, func) if imported else None)
 
 
 def _object_class(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
@@ -241,26 +263,36 @@ def _bindings(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, reb
     if callee.self_name and params:
         params = params[1:]
     given = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+    home = (scope.ctx or ctx) is ctx
     found = {}
     for param, arg in given:
-        if isinstance(arg, ast.Name) and arg.id not in rebound:
-            cls = bound.get(arg.id) or _object_class(ctx, scope, arg.id)
-            if cls is not None:
-                found[param] = cls
+        if not isinstance(arg, ast.Name) or arg.id in rebound:
+            continue
+        if home and scope.self_name and arg.id == scope.self_name:
+            cls = scope.class_node  # the method's own object, given on (``compute_loss(self, x)``)
+        else:
+            cls = bound.get(arg.id) or (_object_class(ctx, scope, arg.id) if home else None)
+        if cls is not None:
+            found[param] = cls
     return found
 
 
-def _held_class(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[ast.ClassDef]:
-    """The class of ``self.sub`` when ``__init__`` alone stores into it ``Cls(...)`` of this file,
-    or the argument the class's one construction gives, bound to such an object."""
-    if not (isinstance(func, ast.Attribute) and scope.self_name and dotted(func.value) == scope.self_name):
+def _held_class(ctx: FileContext, scope: Scope, func: ast.expr, bound: Bound) -> Optional[ast.ClassDef]:
+    """The class of ``obj.sub`` (``obj`` the method's own object, or an object ``bound`` gives)
+    when ``__init__`` alone stores into it ``Cls(...)`` of this file, or the argument the class's
+    one construction gives, bound to such an object."""
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
         return None
-    writes = attribute_writes(ctx, scope.class_node).get(func.attr, [])
+    home = (scope.ctx or ctx) is ctx
+    owner = scope.class_node if home and scope.self_name and func.value.id == scope.self_name else bound.get(func.value.id)
+    if owner is None:
+        return None
+    writes = attribute_writes(ctx, owner).get(func.attr, [])
     if len(writes) != 1 or writes[0].method.node.name != "__init__" or func.attr in stored_from_outside(ctx):
         return None
     cls = instance_class(ctx, writes[0].value)
     if cls is None and isinstance(writes[0].value, ast.Name):
-        given = construction_argument(ctx, scope.class_node, func.attr)
+        given = construction_argument(ctx, owner, func.attr)
         if isinstance(given, ast.Name):
             cls = _object_class(ctx, scope_of(ctx, given), given.id)
     return cls

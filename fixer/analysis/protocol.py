@@ -8,6 +8,7 @@ import ast
 import re
 from typing import Iterator, Optional
 
+from fixer.analysis.arguments import bound_arguments
 from fixer.analysis.call_events import Event
 from fixer.analysis.call_sites import call_sites
 from fixer.analysis.calls import OPTIMIZER_TEXT, is_optimizer_construction, optimizer_call
@@ -15,6 +16,7 @@ from fixer.analysis.scalers import is_scaler
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.importers import importer_calls
 from fixer.analysis.names import dotted, last_name, qualified
+from fixer.analysis.flow import named_function
 from fixer.analysis.passes import loop_of_pass
 from fixer.analysis.slots import dict_slots, slot_name
 from fixer.analysis.scopes import Scope, enclosing_loops, scope_statements, scopes, statement_index
@@ -22,6 +24,8 @@ from fixer.context import FileContext
 from fixer.nodes import walk
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody")
+MAX_HELPER_DEPTH = 2  # project helpers given the optimizer or its models, read this deep for .grad
+PROTOCOL_CALLS = frozenset({"backward", "step", "zero_grad", "manual_backward"})  # a helper running one is no plain helper
 # statements that may follow step() as part of one update: scaler.update(), scheduler.step()
 
 
@@ -278,10 +282,12 @@ HARMLESS_GRAD_CALLS = frozenset(
 )
 
 
-def touches_grads(ctx: FileContext, stmt: ast.stmt, objects: set[str]) -> bool:
+def touches_grads(ctx: FileContext, stmt: ast.stmt, objects: set[str], depth: int = MAX_HELPER_DEPTH) -> bool:
     """True if ``stmt`` may read or write ``.grad`` other than by clipping: a ``.grad`` attribute,
-    a call whose name says ``grad`` (``apply_grads``), or an unknown helper that receives one of
-    ``objects`` (the optimizer, its models) as an argument."""
+    a call whose name says ``grad`` (``apply_grads``), or a helper that receives one of ``objects``
+    (the optimizer, its models) as an argument, unless it is a project function (of this file or
+    another) whose own statements do none of this with the parameters given them, nor step,
+    zero or backpropagate (``compute_loss(model, x, y)``)."""
     for node in walk(stmt):
         if isinstance(node, ast.Attribute) and node.attr in ("grad", "_grad", "main_grad"):
             return True
@@ -296,6 +302,16 @@ def touches_grads(ctx: FileContext, stmt: ast.stmt, objects: set[str]) -> bool:
         if (qualified(ctx, node.func) or "").startswith("torch."):
             continue
         arguments = list(node.args) + [k.value for k in node.keywords]
-        if any(dotted(arg) in objects for arg in arguments):
+        if any(dotted(arg) in objects for arg in arguments) and _helper_touches(ctx, node, objects, depth):
             return True
     return False
+
+
+def _helper_touches(ctx: FileContext, call: ast.Call, objects: set[str], depth: int) -> bool:
+    helper = named_function(ctx, call) if depth > 0 else None
+    if helper is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    if any(isinstance(n, ast.Call) and last_name(n.func) in PROTOCOL_CALLS for n in walk(helper.node)):
+        return True
+    given = {param for param, arg in bound_arguments(helper, call) if dotted(arg) in objects}
+    return any(touches_grads(helper.ctx or ctx, s, given, depth - 1) for s in helper.node.body)

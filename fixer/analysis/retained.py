@@ -7,7 +7,8 @@ previous iteration (no assignment in the loop runs before ``at`` every time) is 
 *back edge* and makes the result ``carried``. What cannot be seen (a parameter, an attribute of
 ``self``, a graph-carrying global, the loop variable of an unknown iterable used directly as the
 loss) makes the result ``unknown``. Calls are assumed to return fresh values built from their
-arguments; an ``nn.Module`` attribute is a parameter (a leaf).
+arguments (of a project function, the paths of them its returns read: ``returned_reads``); an
+``nn.Module`` attribute is a parameter (a leaf).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fixer.analysis.plain_numbers import parameters, plain_attribute, plain_para
 from fixer.analysis.call_sites import parameter_position
 from fixer.analysis.callees import called_function
 from fixer.analysis.class_model import construction_argument
+from fixer.analysis.returned_reads import read_arguments
 from fixer.analysis.retained_callers import callers_pass_data, callers_pass_graph
 from fixer.analysis.training_regions import framework_training_step
 from fixer.analysis.scopes import Scope, enclosing_loops, is_self_attribute, scope_nodes, scope_of, statement_index
@@ -140,8 +142,10 @@ class GraphSources:
         name = qualified(self.ctx, func) or ""
         if name in PLAIN_CALLS or CREATION.match(name) or name in PARAMETER:
             return
-        for arg in flowing_arguments(self.ctx, call):  # a helper's argument its returns never read keeps nothing
-            self._visit(arg.value if isinstance(arg, ast.keyword) else arg, at, True, back, out, seen, bound)
+        read = read_arguments(self.ctx, call)  # a project function's summary: the paths of its arguments it reads
+        for arg, method in read if read is not None else [(a, None) for a in flowing_arguments(self.ctx, call)]:
+            if method is None or self._is_value(arg, method):  # (``self.model(x)`` in the helper reads no value)
+                self._visit(arg.value if isinstance(arg, ast.keyword) else arg, at, True, back, out, seen, bound)
         if self._reads_tensor_of_module(call):
             out.unknown = True  # compute_loss(loss, model) returning loss + model.reg_loss
         if isinstance(func, ast.Attribute) and self._is_value(func.value, func.attr):
