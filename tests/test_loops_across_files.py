@@ -1,0 +1,155 @@
+"""A model's fields walked by the training loop of another file: the class in ``helpers.py``, the
+loop in the script that imports it. GF110 (a graph stored at setup), GF111 (a graph written into a
+kept tensor) and GF112 read the loops of the files importing the class (``loop_reach``: a field
+known by its class across files), a setup method run once by the script (``run_once`` reads the
+project's callers) and what every call of the writing method passes there. A script that stores
+the field itself, hands the method or the setup on, or passes no graph leaves nothing to report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixer.engine import Options, process_file
+from fixer.registry import all_rules
+
+HEADER = "import torch\nfrom torch import nn\n"
+
+MODELS = HEADER + '''
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.zeros(1)).exp()
+
+    def forward(self, x):
+        return self.net(x) * self.scale
+
+
+class Bank:
+    def __init__(self, rows, dim):
+        self.rows = torch.zeros(rows, dim)
+
+    def write(self, values, ids):
+        self.rows.index_copy_(0, ids, values)
+
+    def penalty(self):
+        return self.rows.pow(2).mean()
+
+
+class Fitter:
+    def __init__(self):
+        self.net = nn.Linear(3, 1)
+
+    def configure(self):
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.penalty = self.net(torch.ones(1, 3)).pow(2).sum()
+
+    def fit(self, xs):
+        for x in xs:
+            loss = self.net(x).pow(2).mean() + self.penalty
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+
+def main():
+    fitter = Fitter()
+    fitter.configure()
+    fitter.fit([torch.randn(4, 3) for _ in range(3)])
+'''
+
+SCALED_SCRIPT = HEADER + '''from helpers import Scaled
+
+torch.manual_seed(0)
+model = Scaled()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{before}
+for step in range(3):
+    loss = model(torch.randn(2, 4)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(loss.item())
+'''
+
+BANK_SCRIPT = HEADER + '''from helpers import Bank
+
+encoder = nn.Linear(4, 3)
+bank = Bank(2, 3)
+opt = torch.optim.SGD(encoder.parameters(), lr=0.1)
+{before}
+for step in range(3):
+    features = encoder(torch.randn(2, 4))
+    bank.write({written}, torch.arange(2))
+    loss = features.pow(2).mean() + bank.penalty()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+def _findings(folder: Path, files: dict[str, str], fix: bool = False):
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    result = process_file(str(folder / "helpers.py"), Options(rules=tuple(all_rules()), fix=fix, unsafe=fix))
+    assert not result.errors
+    return result
+
+
+@pytest.mark.parametrize(
+    "before, expected",
+    [
+        ("", ["GF110"]),  # the script's loop walks the graph __init__ built once
+        ("model.scale = torch.ones(1)", []),  # the script stores the field itself: its life is not the class's
+        ("model.scale.detach_()", []),  # the script cuts it in place
+    ],
+)
+def test_setup_graph_walked_by_the_loop_of_the_importing_script(tmp_path, before, expected):
+    result = _findings(tmp_path, {"helpers.py": MODELS, "train.py": SCALED_SCRIPT.format(before=before)})
+    assert [d.code for d in result.diagnostics] == expected
+    if expected:
+        assert "the loop at line 9 of train.py" in result.diagnostics[0].message
+
+
+@pytest.mark.parametrize(
+    "before, written, expected",
+    [
+        ("", "features", ["GF111"]),  # every call passes a graph, the loop reads the bank
+        ("", "features.detach()", []),  # the script writes data only
+        ("record = bank.write", "features", []),  # the method handed on: its other calls are unknown
+        ("bank.rows = torch.zeros(2, 3)", "features", []),  # the script stores the field itself
+    ],
+)
+def test_graph_written_into_a_kept_tensor_by_the_importing_script(tmp_path, before, written, expected):
+    files = {"helpers.py": MODELS, "train.py": BANK_SCRIPT.format(before=before, written=written)}
+    assert [d.code for d in _findings(tmp_path, files).diagnostics] == expected
+
+
+@pytest.mark.parametrize(
+    "script, expected",
+    [
+        ("from helpers import main\n\nmain()\n", ["GF110"]),  # configure runs once: main is called once, at the top
+        ("from helpers import main\n\nrun = main\nrun()\n", []),  # handed on: when it runs is unknown
+        ("from helpers import main\n\nfor epoch in range(2):\n    main()\n", []),  # called in a loop: not setup code
+    ],
+)
+def test_setup_method_run_once_by_the_importing_script(tmp_path, script, expected):
+    files = {"helpers.py": MODELS, "train.py": script}
+    assert [d.code for d in _findings(tmp_path, files).diagnostics] == expected
+
+
+def test_the_fix_in_the_class_file_lets_the_script_train(tmp_path):
+    script = SCALED_SCRIPT.format(before="")
+    result = _findings(tmp_path, {"helpers.py": MODELS, "train.py": script}, fix=True)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    before = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert before.returncode != 0 and "backward through the graph a second time" in before.stderr
+    (tmp_path / "helpers.py").write_text(result.fixed)
+    after = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert after.returncode == 0, after.stderr
