@@ -153,3 +153,49 @@ def test_the_fix_in_the_class_file_lets_the_script_train(tmp_path):
     (tmp_path / "helpers.py").write_text(result.fixed)
     after = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert after.returncode == 0, after.stderr
+
+
+STATEFUL = HEADER + '''
+
+class Drift(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(3, 3)
+        self.offset = torch.zeros(1, 3)
+
+    def forward(self, x):
+        out = self.proj(x) - self.offset
+        self.offset = 0.5 * self.offset + 0.5 * out.mean(0, keepdim=True)
+        return out
+
+    def rewind(self):
+        self.offset = torch.zeros(1, 3)
+'''
+
+DRIFT_SCRIPT = HEADER + '''from helpers import Drift
+
+model = Drift()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{before}
+for step in range(4):
+    x = torch.randn(5, 3)
+{each}
+    loss = (model(x) - x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize(
+    "before, each, extra, expected",
+    [
+        ("model.rewind()", "", {}, ["GF104"]),  # rewound once, before the loop: every step carries the last graph
+        ("", "    model.rewind()", {}, []),  # rewound at each step, before the forward: managed
+        ("model.rewind()", "    keep = model.rewind", {}, []),  # handed on: it may run anywhere
+        ("model.rewind()", "", {"hooks.py": "def on_batch(m):\n    m.rewind()\n"}, []),  # a file around may call it between steps
+    ],
+)
+def test_state_reset_by_the_loop_of_the_importing_script(tmp_path, before, each, extra, expected):
+    files = {"helpers.py": STATEFUL, "train.py": DRIFT_SCRIPT.format(before=before, each=each), **extra}
+    assert [d.code for d in _findings(tmp_path, files).diagnostics] == expected
