@@ -23,7 +23,7 @@ from typing import Optional
 from fixer.analysis.bindings import imported_names
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import attribute_writes
-from fixer.analysis.graph import Kind, facts
+from fixer.analysis.graph import PARAMETER_CLASSES, Kind, facts
 from fixer.analysis.loop_reach import class_key, loop_file, stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
@@ -31,7 +31,7 @@ from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
-PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+PARAMETER = PARAMETER_CLASSES
 
 
 @dataclass(frozen=True)
