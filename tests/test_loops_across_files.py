@@ -199,3 +199,51 @@ for step in range(4):
 def test_state_reset_by_the_loop_of_the_importing_script(tmp_path, before, each, extra, expected):
     files = {"helpers.py": STATEFUL, "train.py": DRIFT_SCRIPT.format(before=before, each=each), **extra}
     assert [d.code for d in _findings(tmp_path, files).diagnostics] == expected
+
+
+LEAKY = HEADER + '''
+
+class Leaky(nn.Module):
+    def __init__(self, keep):
+        super().__init__()
+        self.potential, self.keep = torch.zeros(1), keep
+
+    def forward(self, drive):
+        leaked = self.keep * self.potential
+        self.potential = leaked + drive
+        return torch.sigmoid(self.potential)
+
+
+class Runner:
+    def __init__(self, features, cell, optimizer):
+        self.features = features
+        self.cell = cell
+        self.optimizer = optimizer
+
+    def step(self, x, y):
+        out = self.cell({fed})
+        loss = (out - y).pow(2).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+'''
+
+LEAKY_SCRIPT = HEADER + '''from helpers import Leaky, Runner
+
+features = nn.Linear(3, 2)
+runner = Runner(features, Leaky(0.7), torch.optim.SGD(features.parameters(), lr=0.1))
+for x, y in zip(torch.randn(3, 4, 3), torch.rand(3, 4, 2)):
+    runner.step(x, y)
+'''
+
+
+@pytest.mark.parametrize(
+    "fed, expected",
+    [
+        ("self.features(x)", ["GF104"]),  # the script gives the runner the cell: every call passes a graph
+        ("x[:, :2]", []),  # the cell is fed raw data: it keeps no graph
+    ],
+)
+def test_module_held_by_a_trainer_the_importing_script_builds(tmp_path, fed, expected):
+    files = {"helpers.py": LEAKY.format(fed=fed), "train.py": LEAKY_SCRIPT}
+    assert [d.code for d in _findings(tmp_path, files).diagnostics] == expected
