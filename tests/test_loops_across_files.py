@@ -247,3 +247,42 @@ for x, y in zip(torch.randn(3, 4, 3), torch.rand(3, 4, 2)):
 def test_module_held_by_a_trainer_the_importing_script_builds(tmp_path, fed, expected):
     files = {"helpers.py": LEAKY.format(fed=fed), "train.py": LEAKY_SCRIPT}
     assert [d.code for d in _findings(tmp_path, files).diagnostics] == expected
+
+
+CHUNKED = HEADER + '''
+
+class Chunked:
+    def __init__(self, net, parts):
+        self.net, self.parts = net, parts
+
+    def feed(self, x, y):
+        self.last_loss = (self.net(x) - y).abs().mean() / self.parts
+{backward}
+'''
+
+CHUNKED_SCRIPT = HEADER + '''from helpers import Chunked
+
+net = nn.Linear(3, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+runner = Chunked(net, 2)
+for step in range(2):
+    opt.zero_grad()
+    runner.feed(torch.randn(4, 3), torch.randn(4, 2))
+    final = runner.last_loss
+    final.backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize(
+    "backward, expected",
+    [
+        ("        self.last_loss.backward()", ["GF106"]),  # the method frees the field's graph; the script walks it again
+        ("        self.last_loss.item()", []),  # the script's backward is the only one
+    ],
+)
+def test_field_of_another_files_object_backpropagated_again(tmp_path, backward, expected):
+    (tmp_path / "helpers.py").write_text(CHUNKED.format(backward=backward))
+    (tmp_path / "train.py").write_text(CHUNKED_SCRIPT)
+    result = process_file(str(tmp_path / "train.py"), Options(rules=tuple(all_rules())))
+    assert not result.errors and [d.code for d in result.diagnostics] == expected
