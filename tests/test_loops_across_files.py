@@ -216,14 +216,12 @@ class Leaky(nn.Module):
 
 class Runner:
     def __init__(self, features, cell, optimizer):
-        self.features = features
-        self.cell = cell
+        self.features, self.cell = features, cell
         self.optimizer = optimizer
 
     def step(self, x, y):
-        out = self.cell({fed})
-        loss = (out - y).pow(2).mean()
         self.optimizer.zero_grad()
+        loss = (self.cell({fed}) - y).pow(2).mean()
         loss.backward()
         self.optimizer.step()
 '''
