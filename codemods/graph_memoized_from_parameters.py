@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fixer.analysis.loop_reach import loop_line
 from fixer.analysis.parameter_memos import WalkedMemo, read_after, walked_memos
 from fixer.context import FileContext
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -57,7 +58,7 @@ class GraphMemoizedFromParameters(Rule):
             field = f"{found.method.self_name}.{found.attr}"
             message = (
                 f"`{field}` memoizes a graph of {', '.join(f'`{p}`' for p in found.parameters)} that later calls return: "
-                f"the loop at line {found.loop.lineno} backpropagates through the first iteration's freed graph "
+                f"the loop at {loop_line(found.loop, found.loop_in)} backpropagates through the first iteration's freed graph "
                 f"(and the memo never follows the updates); memoize it only while the parameters do not train"
             )
             edit = _store_when_frozen(ctx, found)

@@ -62,6 +62,7 @@ from typing import Iterator
 
 from fixer.analysis.bindings import imported_names, module_classes
 from fixer.analysis.class_model import class_methods
+from fixer.analysis.loop_reach import loop_line
 from fixer.analysis.names import qualified
 from fixer.analysis.setup_graphs import WalkedSetupGraph, walked_setup_graphs
 from fixer.context import FileContext
@@ -82,8 +83,8 @@ class GraphStoredAtSetup(Rule):
         for found in walked_setup_graphs(ctx):
             stmt = found.store.stmt
             message = (
-                f"`{ctx.text(stmt)}` builds a graph once, when the object is set up, and the loop at line "
-                f"{found.loop.lineno} backpropagates through it in every iteration: the first backward frees it, "
+                f"`{ctx.text(stmt)}` builds a graph once, when the object is set up, and the loop at "
+                f"{loop_line(found.loop, found.loop_in)} backpropagates through it in every iteration: the first backward frees it, "
                 f"the second fails"
             )
             edits = _as_property(ctx, found)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fixer.analysis.loop_reach import loop_line
 from fixer.analysis.persistent_writes import HistoryWrite, walked_histories
 from fixer.analysis.statement_moves import is_docstring
 from fixer.context import FileContext
@@ -63,7 +64,7 @@ class GraphWrittenIntoPersistentTensor(Rule):
             field = f"{found.method.self_name}.{found.attr}"
             message = (
                 f"`{ctx.text(found.write).strip()}` writes a graph into `{field}`, a tensor kept across iterations: "
-                f"the next write stacks onto it, and the loop at line {found.loop.lineno} backpropagates through "
+                f"the next write stacks onto it, and the loop at {loop_line(found.loop, found.loop_in)} backpropagates through "
                 f"the previous iteration's freed graph; cut its history when `{found.method.node.name}` starts"
             )
             edit = _detach_at_start(ctx, found, field)

@@ -85,3 +85,15 @@ def test_calls_differing_in_two_arguments_give_no_fix():
 
 def test_a_wrapper_that_keeps_the_graph_is_not_a_freeing_step():
     assert _findings("(loss * self.scale).backward(retain_graph=flag)", first=", flag=True") == []
+
+
+def test_the_wrapper_of_another_file_compares_its_defaults_in_its_own_file(tmp_path):
+    """The class in helpers.py, the calls in train.py: the default ``flag=False`` both calls take is
+    a node of helpers.py (read with train.py's text it was out of range: the rule crashed)."""
+    source = PROGRAM.format(body="        (loss * self.scale).backward()", first="", second="")
+    cut = source.index("\ntrunk")
+    (tmp_path / "helpers.py").write_text("# a long header\n" * 40 + source[:cut])  # the default past train.py's last line
+    script = "import torch\nfrom torch import nn\nfrom helpers import Wrapper\n" + source[cut:]
+    (tmp_path / "train.py").write_text(script)
+    ctx = FileContext(str(tmp_path / "train.py"), script)
+    assert [(d.code, bool(d.fix)) for d in SeparateBackwardThroughSharedGraph().check(ctx)] == [("GF105", True)]

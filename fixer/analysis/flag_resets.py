@@ -23,16 +23,18 @@ from fixer.analysis.graph import facts
 from fixer.analysis.importers import class_importers
 from fixer.analysis.names import dotted
 from fixer.analysis.reset_calls import reset_between_backwards
-from fixer.analysis.scopes import Scope, scope_nodes
+from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 
 SETUP = frozenset({"__init__", "reset_parameters", "_reset_parameters", "extra_repr"})
 
 
 def reset_may_run_between_backwards(ctx: FileContext, reset: Scope) -> bool:
-    """The reset method may run between two backward calls: it is called so in this file, or the
-    class is used by other files (whose loops are not read here)."""
-    return reset_between_backwards(ctx, reset.node.name) or bool(class_importers(ctx, reset.class_node))
+    """The reset method may run between two backward calls: it is called so in this file or, when
+    other files use a class of this file (the object may be held by another one's), in a file
+    around that names it (each of its uses read there)."""
+    used = any(class_importers(ctx, c) for c in statement_index(ctx).classes if ctx.parent(c) is ctx.tree)
+    return reset_between_backwards(ctx, reset.node.name, across=used)
 
 
 def reset_through_flag(ctx: FileContext, method: Scope, methods: list[Scope], path: list[Scope], attr: str) -> bool:

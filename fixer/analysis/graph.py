@@ -56,6 +56,7 @@ CONTAINER_BUILTINS = frozenset({"tuple", "list"})  # hold what their argument ho
 CREATION = re.compile(
     r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
 )
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})  # a new leaf of its data
 # torch.Tensor methods that carry the graph along: on an object known only by its `.backward()` call
 # (maybe a duck-typed loss wrapper), other methods return unknown
 TENSOR_METHODS = frozenset(

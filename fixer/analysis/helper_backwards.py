@@ -12,7 +12,7 @@ import re
 from typing import Optional
 
 from fixer.analysis.call_sites import field_instance, holds_instance
-from fixer.analysis.callees import called_function
+from fixer.analysis.callees import called_function, imported_instance_of
 from fixer.analysis.calls import BackwardCall, backward_calls, retains_graph, training_call_text, training_functions
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import attribute_writes
@@ -73,7 +73,7 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
         if field is not None:
             kept = _field_backpropagated(ctx, scope, field)
             if kept is not None and dotted(stmt.targets[0]):
-                found[BackwardCall(node, stmt.targets[0], "helper")] = (ctx, *kept)
+                found[BackwardCall(node, stmt.targets[0], "helper")] = kept
             continue
         found_helper = _step_helper(ctx, scope, node)
         if found_helper is None:
@@ -149,21 +149,24 @@ def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int
     return _freed_at_end(ctx, helper, names.pop())
 
 
-def _field_backpropagated(ctx: FileContext, scope: Scope, read: ast.Attribute) -> Optional[tuple[Scope, BackwardCall]]:
-    """``loss = trainer.loss`` (``self.last = self.micro.loss``): ``trainer`` holds an instance of a class of this file whose one
-    method that stores the field (``__init__`` does not, nor any code outside the class) stores it
-    and then backpropagates and frees it on every call: whatever the read finds is a freed graph.
-    (The method, its backward call.)"""
+def _field_backpropagated(ctx: FileContext, scope: Scope, read: ast.Attribute) -> Optional[tuple[FileContext, Scope, BackwardCall]]:
+    """``loss = trainer.loss`` (``self.last = self.micro.loss``): ``trainer`` holds an instance of a class of this file (or a
+    name every binding of which makes one of another file's class) whose one method that stores the field (``__init__`` does
+    not, nor any code outside the class, here or in its file) stores it and then backpropagates and frees it on every call:
+    whatever the read finds is a freed graph. (The class's file, the method, its backward call.)"""
     if read.attr in stored_from_outside(ctx):
         return None
-    for cls in (n for n in ctx.tree.body if isinstance(n, ast.ClassDef)):
-        writes = attribute_writes(ctx, cls).get(read.attr, [])
+    owners = [(ctx, c) for c in ctx.tree.body if isinstance(c, ast.ClassDef) and _holds(ctx, scope, read.value, c)]
+    if not owners and isinstance(read.value, ast.Name) and (imported := imported_instance_of(ctx, scope, read.value.id)):
+        owners = [imported] if read.attr not in stored_from_outside(imported[0]) else []
+    for own, cls in owners:
+        writes = attribute_writes(own, cls).get(read.attr, [])
         methods = {id(w.method.node): w.method for w in writes}
-        if len(methods) != 1 or writes[0].method.node.name == "__init__" or not _holds(ctx, scope, read.value, cls):
+        if len(methods) != 1 or writes[0].method.node.name == "__init__":
             continue
         method = writes[0].method
-        inner = _freed_at_end(ctx, method, f"{method.self_name}.{read.attr}")
-        return (method, inner) if inner is not None else None
+        inner = _freed_at_end(own, method, f"{method.self_name}.{read.attr}")
+        return (own, method, inner) if inner is not None else None
     return None
 
 

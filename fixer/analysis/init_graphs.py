@@ -19,7 +19,7 @@ from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import constructions, held_for_life
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, reaches
-from fixer.analysis.loop_reach import local_names, read_fields
+from fixer.analysis.loop_reach import class_key, local_names, read_fields
 from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import call_loops
@@ -100,13 +100,13 @@ def _attributes(ctx: FileContext, scope: Scope, calls: list[BackwardCall]) -> se
     """The object's fields the method reads: itself, or through what its backward calls
     backpropagate (``loop_reach.read_fields``: a helper of any project file given ``self``)."""
     own = {n.attr for n in scope_nodes(scope) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and dotted(n.value) == scope.self_name}
-    return own | {attr for call in calls for key, attr in _read_through(ctx, scope, call) if key == id(scope.class_node)}
+    return own | {attr for call in calls for key, attr in _read_through(ctx, scope, call) if key == class_key(ctx, scope.class_node)}
 
 
 def _reaching(ctx: FileContext, scope: Scope, calls: list[BackwardCall], attr: str, derived: set[str]) -> list[BackwardCall]:
     """The backward calls whose target the field's graph flows into: through the names derived
     from it here, or through the functions the target's value comes from."""
-    return [c for c in calls if reaches(ctx, c, derived) or (id(scope.class_node), attr) in _read_through(ctx, scope, c)]
+    return [c for c in calls if reaches(ctx, c, derived) or (class_key(ctx, scope.class_node), attr) in _read_through(ctx, scope, c)]
 
 
 def _read_through(ctx: FileContext, scope: Scope, call: BackwardCall) -> set[tuple[int, str]]:

@@ -4,12 +4,14 @@ A loop's code reaches further than its body: ``model(x)`` runs the ``forward`` o
 ``model`` holds an instance of, ``model.nll()`` runs that method, ``train_step(model, x)`` runs a
 function whose parameter ``model`` then holds that object, and inside a method
 ``self.kernel(x, x)`` runs the ``forward`` of the object ``__init__`` stored in ``self.kernel``
-(made there, or given to the one construction of the class in this file). This file's classes and
-functions are followed, and, for what an iteration reads and runs, the functions of other project
-files it calls (``compute_loss(self, x)`` of ``helpers.py``), read in their own file, where a parameter
-the call gives an object of this file's class stands for that object (``self.model(x)``,
-``self.penalty``). Only objects made once: a name the loop rebinds is a new object in every
-iteration and is not followed, nor a field any code other than ``__init__`` stores.
+(made there, or given to the one construction of the class in the project). The project's classes
+and functions are followed (an object of a class another file defines runs that file's methods,
+read in that file), and only objects made once: a name the loop rebinds is a new object in every
+iteration and is not followed, nor a field any code other than ``__init__`` stores. A field is
+known by its class across files (``class_key``: the file and the module-level class's name), so a
+class's file finds the fields the loops of the files importing it read (``project_backwards``).
+A function of another file the iteration calls is read in its own file, where a parameter the call
+gives a known object (the caller's own ``self`` included: ``compute_loss(self, x)``) stands for it.
 
 ``iteration_backwards(ctx)``: the backward calls that run, and free their graph, in every
 iteration of a loop: in the loop's body, or in a function or method the loop calls that
@@ -23,21 +25,24 @@ other than its own ``self`` (``model.scale = ...``): such a field's lifetime is 
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Hashable, Optional
 
 from fixer.analysis.assignments import BINDINGS
 from fixer.analysis.call_sites import path_instance
-from fixer.analysis.callees import called_function, instance_class
+from fixer.analysis.callees import called_function, imported_instance_of, instance_class, names_constructing_imported
 from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.carried_flow import always_runs
 from fixer.analysis.class_model import attribute_writes, class_methods, construction_argument
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import facts
-from fixer.analysis.imported_definitions import imported_function
 from fixer.analysis.graph_reuse import assigned_names, innermost_loop, repeats_per_iteration
+from fixer.analysis.imported_definitions import imported_function
+from fixer.analysis.importers import class_importers, neighbours_naming
 from fixer.analysis.names import dotted
-from fixer.analysis.scopes import CALLS, LOOP_STATEMENTS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes
+from fixer.analysis.project_callers import project_life_field
+from fixer.analysis.scopes import CALLS, LOOP_STATEMENTS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.analysis.vocabulary import SEQUENCE_ADDS
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -45,8 +50,24 @@ from fixer.nodes import walk
 MAX_CALL_DEPTH = 4  # methods followed from the loop into the objects it calls
 MAX_STEP_DEPTH = 2  # calls followed from the loop to a backward that runs on every call
 
-Field = tuple[int, str]  # (id of the class node, attribute)
-Bound = dict[str, ast.ClassDef]  # parameter -> the class of the object it holds
+Field = tuple[Hashable, str]  # (class_key of the class, attribute)
+Held = tuple[FileContext, ast.ClassDef]  # a class and the file that defines it
+Bound = dict[str, Held]  # parameter -> the class of the object it holds
+
+
+def class_key(ctx: FileContext, cls: ast.ClassDef) -> Hashable:
+    """The class across the project's files: (file, name) of a module-level class whose name no
+    other module-level class of its file has (any other class: its node, within its file)."""
+    named = [c for c in statement_index(ctx).classes if c.name == cls.name and ctx.parent(c) is ctx.tree]
+    return (os.path.abspath(ctx.path), cls.name) if named == [cls] else (ctx.path, id(cls))
+
+
+def method_key(scope: Scope) -> Hashable:
+    """A function or method across the project's files."""
+    ctx = scope.ctx
+    cls = class_key(ctx, scope.class_node) if scope.class_node is not None else None
+    return (os.path.abspath(ctx.path), cls, scope.node.name) if ctx.parent(scope.node) in (ctx.tree, scope.class_node) \
+        else (ctx.path, id(scope.node))
 
 
 @dataclass(frozen=True)
@@ -55,7 +76,7 @@ class IterationBackward:
     loop: ast.AST
     scope: Scope  # where the backward call is: the loop's scope or a step function's
     call: BackwardCall
-    bound: tuple[tuple[str, ast.ClassDef], ...] = ()  # the step function's parameters and their objects
+    bound: tuple[tuple[str, Held], ...] = ()  # the step function's parameters and their objects
 
     @property
     def rebound(self) -> set[str]:
@@ -65,7 +86,8 @@ class IterationBackward:
 def iteration_backwards(ctx: FileContext) -> list[IterationBackward]:
     def compute() -> list[IterationBackward]:
         found = []
-        stepping = any(_every_call_backwards(ctx, scope) for scope in scopes(ctx))  # else no call runs a step
+        stepping = any(_every_call_backwards(ctx, scope) for scope in scopes(ctx)) or bool(names_constructing_imported(ctx))
+        # (else no call runs a step: none backpropagates here, nor an object of another file's class)
         for scope in scopes(ctx):
             for call in backward_calls(ctx, scope):
                 loop = innermost_loop(ctx, call.node, scope.node)
@@ -100,6 +122,7 @@ def _backwards_per_call(ctx: FileContext, function: Scope, bound: Bound, depth: 
     """The backward calls that run, and free their graph, on every call of ``function``: its own,
     or else those of the functions and methods it calls on every call (``train_step(trainer)``
     running ``trainer.step(batch)``), ``depth`` calls deep, each with the objects its parameters hold."""
+    ctx = function.ctx or ctx
     found = [(function, call, bound) for call in _every_call_backwards(ctx, function)]
     if found or depth <= 1:
         return found
@@ -134,9 +157,9 @@ def local_names(scope: Scope) -> set[str]:
 
 def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: set[str], bound: Optional[Bound] = None,
                 depth: int = MAX_CALL_DEPTH, seen: frozenset = frozenset()) -> set[Field]:
+    ctx = scope.ctx or ctx
     bound = bound or {}
-    own = scope.ctx or ctx  # a function of another file is read in its own file
-    graph = facts(own, scope)
+    graph = facts(ctx, scope)
     found: set[Field] = set()
     objects = frozenset(bound) - rebound  # the parameters holding an object of a known class
     todo, done = list(exprs), set()
@@ -145,28 +168,28 @@ def read_fields(ctx: FileContext, scope: Scope, exprs: list[ast.expr], rebound: 
         if id(expr) in done:
             continue
         done.add(id(expr))
-        for node in flowing_nodes(own, expr, objects=objects):  # not what is read under .detach(), .item(), .data
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (holder := _holder_class(scope, node.value, rebound, bound)):
-                found.add((id(holder), node.attr))
+        for node in flowing_nodes(ctx, expr, objects=objects):  # not what is read under .detach(), .item(), .data
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (holder := _holder_class(ctx, scope, node.value, rebound, bound)):
+                found.add((class_key(*holder), node.attr))
                 todo.extend(value for _, value in graph.assignments.get(dotted(node), []) if value is not None)  # stored here
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and own is ctx and (prefix := dotted(node.value)):
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (prefix := dotted(node.value)):
                 held = path_instance(ctx, scope, prefix)  # ``windows.data``: a field of an object of this file's class
                 if held is not None:
-                    found.add((id(held), node.attr))
+                    found.add((class_key(ctx, held), node.attr))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 for stmt, value in graph.assignments.get(node.id, []):
                     if value is None and isinstance(stmt, (ast.For, ast.AsyncFor)):
                         value = stmt.iter  # a loop variable is an element of what the loop iterates
                     if value is not None:
                         todo.append(value)
-                todo.extend(_added_into(own, scope).get(node.id, ()))  # ``outs.append(head(h))`` ... ``torch.stack(outs)``
+                todo.extend(_added_into(ctx, scope).get(node.id, ()))  # ``outs.append(head(h))`` ... ``torch.stack(outs)``
             elif isinstance(node, ast.Call) and depth > 0:
-                callee = callee_method(ctx, scope, node.func, rebound, bound, imported=True)
+                callee = callee_method(ctx, scope, node.func, rebound, bound)
                 if callee is not None and id(callee.node) not in seen:
                     # what it returns, or yields (a generator method serving slices of a field)
                     returns = [n.value for n in scope_nodes(callee) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
                     inner = _bindings(ctx, scope, node, callee, rebound, bound)
-                    found |= read_fields(ctx, callee, returns, local_names(callee), inner, depth - 1, seen | {id(callee.node)})
+                    found |= read_fields(callee.ctx, callee, returns, local_names(callee), inner, depth - 1, seen | {id(callee.node)})
     return found
 
 
@@ -184,77 +207,122 @@ def _added_into(ctx: FileContext, scope: Scope) -> dict[str, list[ast.expr]]:
     return ctx.memo(("added_into", id(scope.node)), compute)
 
 
-def _holder_class(scope: Scope, value: ast.expr, rebound: set[str], bound: Bound) -> Optional[ast.ClassDef]:
+def _holder_class(ctx: FileContext, scope: Scope, value: ast.expr, rebound: set[str], bound: Bound) -> Optional[Held]:
     """The class whose field ``value.<attr>`` is: the method's own object, or a parameter the call
-    gives an object of this file's class (``bound``) that the function does not rebind."""
+    gives an object of a known class (``bound``) that the function does not rebind."""
     if not isinstance(value, ast.Name):
         return None
     if scope.self_name and value.id == scope.self_name:
-        return scope.class_node
+        return ctx, scope.class_node
     return bound.get(value.id) if value.id not in rebound else None
 
 
 def walking_steps(ctx: FileContext, writers: dict[Field, Scope]) -> dict[Field, IterationBackward]:
     """For each field (and the method that writes it), the first iteration backward whose loss
-    reads the field in a loop that runs that method, in the order they are found."""
+    reads the field in a loop that runs that method, in the order they are found: the loops of
+    this file, then those of the files importing its classes (``project_backwards``)."""
     found: dict[Field, IterationBackward] = {}
-    for step in iteration_backwards(ctx):
-        run = {id(m.node) for m in methods_run(ctx, step.loop_scope, step.loop)}
+    for step in project_backwards(ctx):
+        run = {method_key(m) for m in methods_run(step.loop_scope.ctx or ctx, step.loop_scope, step.loop)}
         read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
         for key, method in writers.items():
-            if key in read and id(method.node) in run:
+            if key in read and method_key(method) in run and not changed_elsewhere(ctx, step, method.class_node, key[1]):
                 found.setdefault(key, step)
     return found
 
 
+def loop_file(ctx: FileContext, step: IterationBackward) -> str:
+    """The file of ``step``'s loop as seen from ``ctx``'s folder, when it is not ``ctx``'s file."""
+    other = (step.loop_scope.ctx or ctx).path
+    return "" if other == ctx.path else os.path.relpath(other, os.path.dirname(os.path.abspath(ctx.path)))
+
+
+def loop_line(loop: ast.AST, loop_in: str) -> str:
+    """"line 12", or "line 12 of train.py" for a loop in another file (``loop_file``)."""
+    return f"line {loop.lineno} of {loop_in}" if loop_in else f"line {loop.lineno}"
+
+
+def project_backwards(ctx: FileContext) -> list[IterationBackward]:
+    """``iteration_backwards`` of this file, then of each other file that imports one of its
+    module-level classes (a training script running this file's model)."""
+    found, seen = list(iteration_backwards(ctx)), {os.path.abspath(ctx.path)}
+    for cls in (c for c in statement_index(ctx).classes if ctx.parent(c) is ctx.tree):
+        for other in class_importers(ctx, cls):
+            if os.path.abspath(other.path) not in seen:
+                seen.add(os.path.abspath(other.path))
+                found += iteration_backwards(other)
+    return found
+
+
+def changed_elsewhere(ctx: FileContext, step: IterationBackward, cls: Optional[ast.ClassDef], attr: str) -> bool:
+    """``step``'s loop is in another file, and a file that may hold an instance of ``cls`` (one
+    importing it, or one around naming ``attr``) stores ``<object>.attr`` or changes it in place
+    (``model.cache.detach_()``): the field's life is not its class's alone."""
+    if (step.loop_scope.ctx or ctx).path == ctx.path:
+        return False
+    others = [*(class_importers(ctx, cls) if cls is not None else ()), *neighbours_naming(ctx, attr)]
+    return any(attr in stored_from_outside(other) or _changed_in_place(other, attr) for other in others)
+
+
+def _changed_in_place(ctx: FileContext, attr: str) -> bool:
+    """Some call of the file runs an in-place method (``name_``) of an ``<object>.attr``."""
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_")
+        and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr
+        for scope in scopes(ctx) for node in nodes_of(scope, CALLS)
+    )
+
+
 def methods_run(ctx: FileContext, scope: Scope, loop: ast.AST) -> list[Scope]:
-    """The methods of this file's classes (and the functions, of this file or another project file)
-    that the loop's body calls, directly or through them."""
+    """The methods of the project's classes (and the functions) that the loop's body calls,
+    directly or through them."""
     rebound = rebound_in(loop)
     found: dict[int, Scope] = {}
     todo = [(scope, [n for n in walk(loop) if isinstance(n, ast.Call)], rebound, {}, MAX_CALL_DEPTH)]
     while todo:
         where, calls, names, bound, depth = todo.pop()
         for call in calls:
-            callee = callee_method(ctx, where, call.func, names, bound, imported=True)
+            callee = callee_method(where.ctx or ctx, where, call.func, names, bound)
             if callee is None or id(callee.node) in found or callee.node is scope.node:
                 continue
             found[id(callee.node)] = callee
             if depth > 1:
-                inner = _bindings(ctx, where, call, callee, names, bound)
+                inner = _bindings(where.ctx or ctx, where, call, callee, names, bound)
                 todo.append((callee, [n for n in scope_nodes(callee) if isinstance(n, ast.Call)], local_names(callee), inner, depth - 1))
     return list(found.values())
 
 
-def callee_method(ctx: FileContext, scope: Scope, func: ast.expr, rebound: set[str], bound: Bound,
-                  imported: bool = False) -> Optional[Scope]:
+def callee_method(ctx: FileContext, scope: Scope, func: ast.expr, rebound: set[str], bound: Bound) -> Optional[Scope]:
     """The method a call runs: ``self.method``, ``obj.method`` or ``obj(...)`` (its ``forward``) for
-    an object of one of this file's classes, ``self.sub(...)`` for an object the object holds,
-    or a function of this file (with ``imported``, or of another project file). In a function of
-    another file (``scope.ctx`` is not ``ctx``) only the objects ``bound`` gives are this file's."""
+    an object of one of the project's classes, ``self.sub(...)`` for an object the object holds,
+    or a function of this file or one it imports."""
     name = dotted(func) or ""
     root = name.partition(".")[0]
     if root in rebound:
         return None
-    home = (scope.ctx or ctx) is ctx
     held = _held_class(ctx, scope, func, bound)
     if held is not None:
-        return class_methods(ctx, held).get("forward")
+        return class_methods(*held).get("forward")
     if isinstance(func, ast.Name):
-        cls = bound.get(func.id) or (_object_class(ctx, scope, func.id) if home else None)
+        cls = bound.get(func.id) or _object_class(ctx, scope, func.id)
         if cls is not None:
-            return class_methods(ctx, cls).get("forward")
+            return class_methods(*cls).get("forward")
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in bound:
-        return class_methods(ctx, bound[func.value.id]).get(func.attr)
-    if not home:
-        return called_function(scope.ctx, scope, func, imported=False) if isinstance(func, ast.Name) else None
-    return called_function(ctx, scope, func, imported=False) or (imported_function(ctx, func) if imported else None)
+        return class_methods(*bound[func.value.id]).get(func.attr)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id != scope.self_name:
+        imported = imported_instance_of(ctx, scope, func.value.id)  # ``trainer.step(x)``, ``Trainer`` of another file
+        if imported is not None:
+            return class_methods(*imported).get(func.attr)
+    return called_function(ctx, scope, func, imported=False) or imported_function(ctx, func)
 
 
-def _object_class(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
-    """The class of this file whose one construction the scope binds ``name`` to."""
+def _object_class(ctx: FileContext, scope: Scope, name: str) -> Optional[Held]:
+    """The class of the project whose one construction the scope binds ``name`` to."""
     values = facts(ctx, scope).assignments.get(name, [])
-    return instance_class(ctx, values[0][1]) if len(values) == 1 else None
+    if len(values) != 1:
+        return None
+    cls = instance_class(ctx, values[0][1])
+    return (ctx, cls) if cls is not None else imported_instance_of(ctx, scope, name)
 
 
 def _bindings(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, rebound: set[str], bound: Bound) -> Bound:
@@ -263,39 +331,44 @@ def _bindings(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope, reb
     if callee.self_name and params:
         params = params[1:]
     given = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
-    home = (scope.ctx or ctx) is ctx
     found = {}
     for param, arg in given:
         if not isinstance(arg, ast.Name) or arg.id in rebound:
             continue
-        if home and scope.self_name and arg.id == scope.self_name:
-            cls = scope.class_node  # the method's own object, given on (``compute_loss(self, x)``)
+        if scope.self_name and arg.id == scope.self_name:
+            cls = (ctx, scope.class_node)  # the method's own object, given on (``compute_loss(self, x)``)
         else:
-            cls = bound.get(arg.id) or (_object_class(ctx, scope, arg.id) if home else None)
+            cls = bound.get(arg.id) or _object_class(ctx, scope, arg.id)
         if cls is not None:
             found[param] = cls
     return found
 
 
-def _held_class(ctx: FileContext, scope: Scope, func: ast.expr, bound: Bound) -> Optional[ast.ClassDef]:
-    """The class of ``obj.sub`` (``obj`` the method's own object, or an object ``bound`` gives)
-    when ``__init__`` alone stores into it ``Cls(...)`` of this file, or the argument the class's
-    one construction gives, bound to such an object."""
+def _held_class(ctx: FileContext, scope: Scope, func: ast.expr, bound: Bound) -> Optional[Held]:
+    """The class of ``obj.sub`` (``obj`` the method's own object, or an object ``bound`` gives) when
+    ``__init__`` alone stores into it ``Cls(...)`` of its file, or the argument the class's one
+    construction in the project gives, bound to such an object."""
     if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
         return None
-    home = (scope.ctx or ctx) is ctx
-    owner = scope.class_node if home and scope.self_name and func.value.id == scope.self_name else bound.get(func.value.id)
+    own = bool(scope.self_name) and func.value.id == scope.self_name
+    owner = (ctx, scope.class_node) if own else bound.get(func.value.id)
     if owner is None:
         return None
-    writes = attribute_writes(ctx, owner).get(func.attr, [])
+    ctx, cls_node = owner
+    writes = attribute_writes(ctx, cls_node).get(func.attr, [])
     if len(writes) != 1 or writes[0].method.node.name != "__init__" or func.attr in stored_from_outside(ctx):
         return None
     cls = instance_class(ctx, writes[0].value)
-    if cls is None and isinstance(writes[0].value, ast.Name):
-        given = construction_argument(ctx, owner, func.attr)
+    if cls is not None:
+        return ctx, cls
+    if isinstance(writes[0].value, ast.Name):
+        given = construction_argument(ctx, cls_node, func.attr)
         if isinstance(given, ast.Name):
-            cls = _object_class(ctx, scope_of(ctx, given), given.id)
-    return cls
+            return _object_class(ctx, scope_of(ctx, given), given.id)
+        elsewhere = project_life_field(ctx, scope, func) if given is None and own else None  # a construction in another file
+        if elsewhere is not None and elsewhere[0].path != ctx.path and isinstance(elsewhere[2], ast.Name):
+            return _object_class(elsewhere[0], elsewhere[1], elsewhere[2].id)
+    return None
 
 
 STORING = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign})  # the statements with targets

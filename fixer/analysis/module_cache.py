@@ -20,21 +20,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
-from fixer.analysis.carried_flow import (
-    Feeding,
-    contains,
-    dominates,
-    names_in,
-    position,
-    surely_defines,
-)
+from fixer.analysis.carried_flow import Feeding, contains, dominates, names_in, position, surely_defines
 from fixer.analysis.bindings import module_classes
-from fixer.analysis.call_sites import field_instance
+from fixer.analysis.call_sites import field_instance, given_instance
 from fixer.analysis.flag_resets import SETUP, reset_may_run_between_backwards, reset_through_flag
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers, project_constructions
 from fixer.analysis.names import dotted, last_name, qualified
 from fixer.analysis.no_grad import eval_only
+from fixer.analysis.project_callers import project_life_field
 from fixer.analysis.scopes import LOOPS, RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
@@ -343,10 +337,12 @@ def _tensor_op(ctx: FileContext, call: ast.Call, self_name: str, helpers: set[st
 
 
 def _held_instance_call(ctx: FileContext, scope: Scope, call: ast.Call, cls: ast.ClassDef) -> bool:
-    """``self.lif(x)`` in a method whose object holds an instance of ``cls`` in that field."""
+    """``self.lif(x)`` in a method whose object holds an instance of ``cls`` in that field (given
+    at the class's one construction in the project: ``project_life_field``)."""
     func = call.func
-    return bool(scope.self_name) and isinstance(func, ast.Attribute) and dotted(func.value) == scope.self_name \
-        and field_instance(ctx, scope, func, cls)
+    if not (scope.self_name and isinstance(func, ast.Attribute) and dotted(func.value) == scope.self_name):
+        return False
+    return field_instance(ctx, scope, func, cls) or (given := project_life_field(ctx, scope, func)) is not None and given_instance(*given, ctx, cls)
 
 
 def _graph_argument(ctx: FileContext, method: Scope, methods: list[Scope], index: int, name: str) -> bool:

@@ -26,15 +26,15 @@ from fixer.analysis.bindings import imported_names
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import attribute_writes, class_methods
 from fixer.analysis.importers import class_importers
-from fixer.analysis.graph import Kind, facts
-from fixer.analysis.loop_reach import stored_from_outside, walking_steps
+from fixer.analysis.graph import PARAMETER_CLASSES, Kind, facts
+from fixer.analysis.loop_reach import class_key, loop_file, stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import child_nodes, walk
 
-PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+PARAMETER = PARAMETER_CLASSES
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class WalkedMemo:
     parameters: tuple[str, ...]  # the parameter fields the memo is computed from
     loop: ast.AST
     call: BackwardCall
+    loop_in: str = ""  # the file of the loop, when it is not the class's
 
 
 def walked_memos(ctx: FileContext) -> list[WalkedMemo]:
@@ -53,14 +54,14 @@ def walked_memos(ctx: FileContext) -> list[WalkedMemo]:
         memos = {}
         for cls in statement_index(ctx).classes:
             for attr, (method, store, params) in _memos(ctx, cls).items():
-                memos[(id(cls), attr)] = (cls, method, store, params)
+                memos[(class_key(ctx, cls), attr)] = (cls, method, store, params)
         if not memos:
             return []
         steps = walking_steps(ctx, {key: method for key, (_, method, _, _) in memos.items()})
         found = []
         for key, step in steps.items():
             cls, method, store, params = memos[key]
-            found.append(WalkedMemo(cls, key[1], method, store, params, step.loop, step.call))
+            found.append(WalkedMemo(cls, key[1], method, store, params, step.loop, step.call, loop_file(ctx, step)))
         return found
 
     return ctx.memo("walked_memos", compute)

@@ -28,9 +28,10 @@ from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import Write, attribute_writes, class_methods
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.graph_reuse import derived_names, flowing_names
-from fixer.analysis.loop_reach import callee_method, stored_from_outside, walking_steps
+from fixer.analysis.loop_reach import callee_method, class_key, loop_file, stored_from_outside, walking_steps
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import eval_only, under_no_grad
+from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes, scopes, statement_index
 from fixer.context import FileContext
 
@@ -47,6 +48,7 @@ class HistoryWrite:
     write: ast.stmt
     loop: ast.AST
     call: BackwardCall
+    loop_in: str = ""  # the file of the loop, when it is not the class's
 
 
 def walked_histories(ctx: FileContext) -> list[HistoryWrite]:
@@ -57,14 +59,14 @@ def walked_histories(ctx: FileContext) -> list[HistoryWrite]:
                 for method in class_methods(ctx, cls).values():
                     write = _history_write(ctx, method, attr)
                     if write is not None:
-                        writes.setdefault((id(cls), attr), (cls, method, write))
+                        writes.setdefault((class_key(ctx, cls), attr), (cls, method, write))
         if not writes:
             return []
         steps = walking_steps(ctx, {key: method for key, (_, method, _) in writes.items()})
         found = []
         for key, step in steps.items():
             cls, method, write = writes[key]
-            found.append(HistoryWrite(cls, key[1], method, write, step.loop, step.call))
+            found.append(HistoryWrite(cls, key[1], method, write, step.loop, step.call, loop_file(ctx, step)))
         return found
 
     return ctx.memo("walked_histories", compute)
@@ -166,16 +168,22 @@ def _written_value(node: ast.AST, field: str) -> Optional[ast.expr]:
 
 
 def _graph_parameters(ctx: FileContext, method: Scope) -> set[str]:
-    """Parameters of ``method`` to which every call of it in the file passes a graph
-    (positionally); none when the file never calls it."""
+    """Parameters of ``method`` to which every call of it passes a graph (positionally): its calls
+    in this file and in the files importing its class (``project_call_sites``; a use there that
+    is not a call leaves every parameter unknown); none when nothing calls it."""
     params = [a.arg for a in method.node.args.posonlyargs + method.node.args.args][1:]
-    sites = _call_sites(ctx, method)
+    sites = [(ctx, where, call) for where, call in _call_sites(ctx, method)]
+    for own, where, call in project_call_sites(ctx, method):
+        if own.path != ctx.path:
+            if call is None:
+                return set()
+            sites.append((own, where, call))
     if not sites or not params:
         return set()
     found = set()
     for index, param in enumerate(params):
-        kinds = [facts(ctx, where).kind(call.args[index], ctx.statement_of(call)) if index < len(call.args) else Kind.NONE
-                 for where, call in sites]
+        kinds = [facts(own, where).kind(call.args[index], own.statement_of(call)) if index < len(call.args) else Kind.NONE
+                 for own, where, call in sites]
         if all(k == Kind.GRAPH for k in kinds):
             found.add(param)
     return found

@@ -24,7 +24,7 @@ from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall
 from fixer.analysis.class_model import Write, attribute_writes
 from fixer.analysis.graph import Kind, facts
-from fixer.analysis.loop_reach import Field, iteration_backwards, read_fields, stored_from_outside
+from fixer.analysis.loop_reach import Field, changed_elsewhere, class_key, loop_file, project_backwards, read_fields, stored_from_outside
 from fixer.analysis.init_graphs import init_graphs
 from fixer.analysis.run_once import runs_once
 from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scopes, statement_index
@@ -40,6 +40,7 @@ class WalkedSetupGraph:
     store: Write
     loop: ast.AST
     call: BackwardCall
+    loop_in: str = ""  # the file of the loop, when it is not the class's
 
 
 def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
@@ -62,19 +63,17 @@ def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
 
 def walked_setup_graphs(ctx: FileContext) -> list[WalkedSetupGraph]:
     def compute() -> list[WalkedSetupGraph]:
-        if not iteration_backwards(ctx):  # first: a file's classes are many, its training loops few
-            return []
-        classes = {id(c): c for c in statement_index(ctx).classes}
+        classes = {class_key(ctx, c): c for c in statement_index(ctx).classes}
         fields = {(key, attr): write for key, cls in classes.items() for attr, write in setup_graphs(ctx, cls).items()}
         if not fields:
             return []
         found: dict[Field, WalkedSetupGraph] = {}
         recomputed = _read_by_their_step_method(ctx)
-        for step in iteration_backwards(ctx):
+        for step in project_backwards(ctx):
             read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
-            for field in sorted(read & fields.keys()):
-                if id(fields[field].stmt) not in recomputed:
-                    found.setdefault(field, WalkedSetupGraph(classes[field[0]], field[1], fields[field], step.loop, step.call))
+            for field in sorted(read & fields.keys(), key=lambda f: (fields[f].stmt.lineno, f[1])):
+                if id(fields[field].stmt) not in recomputed and not changed_elsewhere(ctx, step, classes[field[0]], field[1]):
+                    found.setdefault(field, WalkedSetupGraph(classes[field[0]], field[1], fields[field], step.loop, step.call, loop_file(ctx, step)))
         return list(found.values())
 
     return ctx.memo("walked_setup_graphs", compute)

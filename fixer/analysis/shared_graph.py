@@ -22,7 +22,7 @@ from typing import Optional
 
 from fixer.analysis.calls import BackwardCall, backward_calls
 from fixer.analysis.flow import ZERO_GRADIENT_METHODS, flowing_nodes, module_functions, named_function, own_return, reaching, root_names  # noqa: F401 (re-exported)
-from fixer.analysis.graph import CREATION, DETACHING_METHODS, NON_SAVING, GraphFacts, Kind, facts
+from fixer.analysis.graph import CREATION, DETACHING_METHODS, NON_SAVING, PARAMETER_CLASSES, GraphFacts, Kind, facts
 from fixer.analysis.held_values import held_name
 from fixer.analysis.module_outputs import outputs_share
 from fixer.analysis.names import dotted, qualified
@@ -197,14 +197,14 @@ class _Tracer:
                     return True
                 continue
             name = qualified(self.ctx, node.func) or ""
-            if CREATION.match(name):
-                continue  # a new tensor (a leaf, even with requires_grad=True)
+            if CREATION.match(name) or name in PARAMETER_CLASSES:
+                continue  # a new tensor (a leaf, even with requires_grad=True; ``nn.Parameter(t)`` too)
             method = node.func.attr if isinstance(node.func, ast.Attribute) else name.rsplit(".", 1)[-1]
-            torch_op = name.startswith("torch.") or (isinstance(node.func, ast.Attribute) and self.carries(node.func.value, node))
+            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None  # (a graph's, or a leaf's)
+            torch_op = name.startswith("torch.") or receiver is not None and (self.carries(receiver, node) or self.facts.kind(receiver, node) == Kind.LEAF)
             if torch_op and method not in NON_SAVING and method not in DETACHING_METHODS:
                 return True
         return False
-
 
     def _indexes_by_tensor(self, node: ast.Subscript) -> bool:
         """A subscript of a graph-carrying tensor by a boolean mask (a comparison), a list, or a

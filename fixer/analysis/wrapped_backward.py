@@ -52,7 +52,7 @@ def merged_calls(ctx: FileContext, scope: Scope, first: BackwardCall, second: Ba
     if callee is None or called_function(ctx, scope, held_receiver(ctx, scope, second.node.func)) is not callee:
         return None
     one, two = _bound(callee, first.node), _bound(callee, second.node)
-    differing = [k for k in one or {} if two is not None and ctx.text(one[k]) != ctx.text(two[k])]
+    differing = [k for k in one or {} if two is not None and ast.dump(one[k]) != ast.dump(two[k])]  # (a default is the callee file's node)
     if len(differing) != 1 or not all(linear_backward(callee, c.node, differing[0]) for c in (first, second)):
         return None  # the calls differ in more than one argument, or the callee does more with it
     parameter = differing[0]
