@@ -198,14 +198,16 @@ def given_instance(own: FileContext, scope: Scope, value, ctx: FileContext, cls:
 
 
 def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:
-    """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)`` or a name bound only
-    to one, or set once to ``cls(...)`` by ``__init__`` (``init_field``)."""
+    """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)``, a name bound only to
+    one or the ``self`` of a method of ``cls`` (``Helper(self)``), or set once to ``cls(...)`` by
+    ``__init__`` (``init_field``)."""
     if init_field(ctx, method, receiver) and _constructs(attribute_writes(ctx, method.class_node)[receiver.attr][0].value, cls):
         return True
     given = life_field(ctx, method, receiver)
     if given is None or _constructs(given, cls):
         return given is not None
-    return isinstance(given, ast.Name) and holds_instance(ctx, scope_of(ctx, given), given.id, cls)
+    home = scope_of(ctx, given) if isinstance(given, ast.Name) else None
+    return home is not None and (holds_instance(ctx, home, given.id, cls) or _own_self(home, given, cls))
 
 
 def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[ast.expr]:

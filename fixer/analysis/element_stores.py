@@ -264,7 +264,8 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) ->
                     return None  # reset by the storing method itself
                 continue
             verdicts.add(_read(ctx, node))
-    verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)}
+    verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree)
+                 if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls) and not _another_class_own(ctx, n, cls)}
     for other in class_importers(ctx, cls):  # the scripts that construct and use the object
         if _handed_on(other, ctx, cls):
             return None
@@ -273,6 +274,15 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) ->
     if None in verdicts or not verdicts:
         return None
     return "tensor" if "tensor" in verdicts else "number"
+
+
+def _another_class_own(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> bool:
+    """``self.sums`` in a method of another class of the file, neither class having bases: that
+    object's own field of the same name, never an instance of ``cls``."""
+    scope = scope_of(ctx, node)
+    other = scope.class_node
+    return (other is not None and other is not cls and not other.bases and not cls.bases
+            and isinstance(node.value, ast.Name) and node.value.id == scope.self_name)
 
 
 def _outside_read(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> Optional[str]:
