@@ -15,6 +15,7 @@ from tests.program_findings import findings, run_program
 PROGRAMS = Path(__file__).resolve().parent / "field_walk_programs"
 BUG = PROGRAMS / "latent_regression_after_encoder_step.py"
 LOOK_ALIKES = [PROGRAMS / "latent_regression_before_the_steps.py", PROGRAMS / "latent_regression_after_a_new_forward.py"]
+AGAIN = PROGRAMS / "classifier_loss_backpropagated_again_after_step.py"
 
 
 def test_a_backward_through_a_stored_forward_after_its_modules_step_is_reported() -> None:
@@ -34,3 +35,11 @@ def test_the_programs_behave_as_claimed() -> None:
     run = [run_program(p) for p in [BUG, *LOOK_ALIKES]]
     assert "modified by an inplace operation" in run[0].stderr
     assert all(r.returncode == 0 and r.stdout.strip() for r in run[1:])
+
+
+def test_a_field_loss_backpropagated_again_is_the_freed_graph_not_a_stale_walk() -> None:
+    """The second backward of the same stored loss raises on the graph the first freed (GF106):
+    GF108 does not pile on, though the step changed the weights the stored forward saved."""
+    assert [d.code for d in findings(AGAIN)] == ["GF106"]
+    pytest.importorskip("torch")
+    assert "backward through the graph a second time" in run_program(AGAIN).stderr

@@ -138,14 +138,14 @@ def _constructs(value: Optional[ast.expr], cls: ast.ClassDef) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == cls.name
 
 
-def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> frozenset[str]:
+def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef, home: Optional[FileContext] = None) -> frozenset[str]:
     """Parameters of a plain function (``train_step(model, meter)``) that hold an instance of
-    ``cls`` on every call: the function is called (never only named) in this file and in the files
-    importing it (``imported_calls.function_calls``: each call judged in its file), every call
-    passes ``cls(...)``, a name its caller binds only to ``cls(...)`` (or that is itself such a
-    parameter) or the ``self`` of a method of ``cls``, and the function never rebinds the
-    parameter. Empty when any call is unknown, and on recursion (a function asked again while its
-    answer is computed)."""
+    ``cls`` (of file ``home``, this one unless given) on every call: the function is called (never
+    only named) in this file and in the files importing it (``imported_calls.function_calls``: each
+    call judged in its file), every call passes ``cls(...)``, a name its caller binds only to
+    ``cls(...)`` (or that is itself such a parameter) or the ``self`` of a method of ``cls``, and
+    the function never rebinds the parameter. Empty when any call is unknown, and on recursion (a
+    function asked again while its answer is computed)."""
     if not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.class_node is not None:
         return frozenset()
     computing = ("instance_parameters: computing", id(function.node), id(cls))
@@ -155,25 +155,31 @@ def instance_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) ->
     def compute() -> frozenset[str]:
         ctx.cache[computing] = True
         try:
-            return frozenset(_held_parameters(ctx, function, cls))
+            return frozenset(_held_parameters(ctx, function, cls, home or ctx))
         finally:
             del ctx.cache[computing]
 
     return ctx.memo(("instance_parameters", id(function.node), id(cls)), compute)
 
 
-def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef) -> Iterator[str]:
+def function_call_sites(ctx: FileContext, function: Scope) -> list[tuple[FileContext, Scope, Optional[ast.Call]]]:
+    """(caller's file, caller, call or None for a use that is no call) for each use of a plain
+    function in this file and each call of it in the files importing it."""
+    sites = [(ctx, caller, call) for caller, call in call_sites(ctx, function)]
+    return sites + [(c.ctx, c.scope, c.call) for c in function_calls(ctx, function)]  # the importing files' calls
+
+
+def _held_parameters(ctx: FileContext, function: Scope, cls: ast.ClassDef, home: FileContext) -> Iterator[str]:
     args = function.node.args
     rebound = scope_assignments(ctx, function).assignments
-    sites = [(ctx, caller, call) for caller, call in call_sites(ctx, function)]
-    sites += [(c.ctx, c.scope, c.call) for c in function_calls(ctx, function)]  # the importing files' calls
+    sites = function_call_sites(ctx, function)
     if not sites or any(call is None for _, _, call in sites):
         return
     for name in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
         position = parameter_position(function, name)
         if rebound.get(name) or position is None:
             continue
-        if all(given_instance(own, caller, argument_of(call, name, position), ctx, cls) for own, caller, call in sites):
+        if all(given_instance(own, caller, argument_of(call, name, position), home, cls) for own, caller, call in sites):
             yield name
 
 
@@ -192,14 +198,16 @@ def given_instance(own: FileContext, scope: Scope, value, ctx: FileContext, cls:
 
 
 def field_instance(ctx: FileContext, method: Scope, receiver: ast.expr, cls: ast.ClassDef) -> bool:
-    """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)`` or a name bound only
-    to one, or set once to ``cls(...)`` by ``__init__`` (``init_field``)."""
+    """``receiver`` is ``self.attr`` holding (``life_field``) ``cls(...)``, a name bound only to
+    one or the ``self`` of a method of ``cls`` (``Helper(self)``), or set once to ``cls(...)`` by
+    ``__init__`` (``init_field``)."""
     if init_field(ctx, method, receiver) and _constructs(attribute_writes(ctx, method.class_node)[receiver.attr][0].value, cls):
         return True
     given = life_field(ctx, method, receiver)
     if given is None or _constructs(given, cls):
         return given is not None
-    return isinstance(given, ast.Name) and holds_instance(ctx, scope_of(ctx, given), given.id, cls)
+    home = scope_of(ctx, given) if isinstance(given, ast.Name) else None
+    return home is not None and (holds_instance(ctx, home, given.id, cls) or _own_self(home, given, cls))
 
 
 def life_field(ctx: FileContext, method: Scope, receiver: ast.expr) -> Optional[ast.expr]:

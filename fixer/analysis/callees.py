@@ -5,7 +5,10 @@ parameter to which every call of its function passes an instance of one class of
 (``call_sites.instance_parameters``), ``self.field.method(...)`` when the class stores ``Cls(...)``
 there (``field_method``) or the object holds such an instance given at its construction in
 ``field`` for life (``call_sites.field_instance``), and a function imported from another project
-file (imported_definitions). None when unknown."""
+file (imported_definitions). A parameter every call passes an instance of one class of another project
+file (``_given_imported``: ``call_sites.instance_parameters`` asked of that class), and a field the
+class's one construction gives such an instance for life (``_given_imported_field``), run that
+class's method. None when unknown."""
 
 from __future__ import annotations
 
@@ -13,11 +16,19 @@ import ast
 import os
 from typing import Optional
 
-from fixer.analysis.call_sites import field_instance, holds_instance
+from fixer.analysis.call_sites import (
+    argument_of,
+    field_instance,
+    function_call_sites,
+    holds_instance,
+    instance_parameters,
+    life_field,
+    parameter_position,
+)
 from fixer.analysis.class_model import attribute_writes, class_methods
 from fixer.analysis.imported_definitions import imported_class, imported_function
 from fixer.analysis.names import dotted, last_name, qualified
-from fixer.analysis.scopes import Scope, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import Scope, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 
@@ -40,7 +51,9 @@ def called_function(ctx: FileContext, scope: Scope, func: ast.expr, imported: bo
             if candidate.class_node is instance_of[0] or instance_of[0] is None and holds_instance(ctx, scope, head, candidate.class_node):
                 return candidate
     if head == scope.self_name and attr.count(".") == 1:  # self.core.step(...): Core.step
-        return field_method(ctx, scope, *attr.split(".")) or (_given_field_method(ctx, scope, func) if isinstance(func, ast.Attribute) else None)
+        if not isinstance(func, ast.Attribute):
+            return field_method(ctx, scope, *attr.split("."))
+        return field_method(ctx, scope, *attr.split(".")) or _given_field_method(ctx, scope, func) or _given_imported_field(ctx, scope, func)
     if not imported:
         return None
     if attr and "." not in attr and head != scope.self_name:
@@ -56,9 +69,21 @@ def _given_field_method(ctx: FileContext, scope: Scope, func: ast.Attribute) -> 
     return found[0] if len(found) == 1 else None
 
 
+def _given_imported_field(ctx: FileContext, scope: Scope, func: ast.Attribute) -> Optional[Scope]:
+    """``self.field.method``: the method of the class of another project file whose instance the
+    class's one construction gives for ``field``, kept for life (``call_sites.life_field``)."""
+    given = life_field(ctx, scope, func.value)
+    if not isinstance(given, ast.Name):
+        return None
+    return _method_of(imported_instance_of(ctx, scope_of(ctx, given), given.id), func.attr)
+
+
 def _imported_method(ctx: FileContext, scope: Scope, name: str, method: str) -> Optional[Scope]:
     """``name.method`` when ``name`` holds an instance of a class of another project file."""
-    known = imported_instance_of(ctx, scope, name)
+    return _method_of(imported_instance_of(ctx, scope, name), method)
+
+
+def _method_of(known: Optional[tuple[FileContext, ast.ClassDef]], method: str) -> Optional[Scope]:
     if known is None:
         return None
     other, cls = known
@@ -100,6 +125,8 @@ def field_method(ctx: FileContext, scope: Scope, field: str, method: str) -> Opt
 def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
     """The class of another project file that ``name`` holds an instance of: every binding of it
     (as ``_instance_of`` finds them) is ``Cls(...)`` of one imported class."""
+    if _parameter(scope, name):
+        return _given_imported(ctx, scope, name)
     if name not in names_constructing_imported(ctx):
         return None  # cheap: no assignment of the file gives the name an imported class's instance
 
@@ -113,6 +140,38 @@ def imported_instance_of(ctx: FileContext, scope: Scope, name: str) -> Optional[
         return found[0]
 
     return ctx.memo(("imported_instance_of", id(scope.node), name), compute)
+
+
+def _parameter(scope: Scope, name: str) -> bool:
+    args = getattr(scope.node, "args", None)
+    return args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+
+
+def _given_imported(ctx: FileContext, scope: Scope, name: str) -> Optional[tuple[FileContext, ast.ClassDef]]:
+    """The class of another project file whose instance every call of a plain function passes for
+    its parameter ``name`` (``call_sites.instance_parameters`` asked of the class the first call
+    gives); None on recursion."""
+    computing = ("given_imported: computing", id(scope.node), name)
+    if computing in ctx.cache or scope.class_node is not None:
+        return None
+
+    def compute() -> Optional[tuple[FileContext, ast.ClassDef]]:
+        ctx.cache[computing] = True
+        try:
+            sites, position = function_call_sites(ctx, scope), parameter_position(scope, name)
+            call = sites[0][2] if sites and position is not None else None
+            argument = argument_of(call, name, position) if call is not None else None
+            own, caller = sites[0][:2] if call is not None else (ctx, scope)
+            known = None
+            if isinstance(argument, ast.Name):
+                known = imported_instance_of(own, caller, argument.id)
+            elif isinstance(argument, ast.Call):
+                known = imported_class(own, qualified(own, argument.func) or "")
+            return known if known is not None and name in instance_parameters(ctx, scope, known[1], known[0]) else None
+        finally:
+            del ctx.cache[computing]
+
+    return ctx.memo(("given_imported", id(scope.node), name), compute)
 
 
 def names_constructing_imported(ctx: FileContext) -> frozenset[str]:

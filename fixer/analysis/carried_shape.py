@@ -14,7 +14,7 @@ from fixer.analysis.class_model import construction_argument
 from fixer.analysis.graph import CREATION, GraphFacts, facts
 from fixer.analysis.module_forwards import forward_scope, given_for_life
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import RETURNS, Scope, enclosing_loops, nodes_of, scope_nodes, scopes, statement_index
+from fixer.analysis.scopes import RETURNS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes, statement_index
 from fixer.context import FileContext
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iterat
     if scope.self_name and name.startswith(f"{scope.self_name}."):
         value = class_init_values(ctx, scope, "__init__").get(name)
         constructed = construction_argument(ctx, scope.class_node, name.split(".", 1)[1], for_life=False) if value is not None else None
-        if isinstance(constructed, ast.Name):  # Trainer(hidden) with hidden = None at the module's level
-            defs = facts(ctx, scopes(ctx)[0]).reaching(constructed.id, constructed)
+        if isinstance(constructed, ast.Name):  # Trainer(hidden) with hidden = None where it is constructed
+            defs = facts(ctx, scope_of(ctx, constructed)).reaching(constructed.id, constructed)
             constructed = defs[0][1] if len(defs) == 1 and defs[0][1] is not None else constructed
         return constructed or value, value is not None  # Trainer(hidden=None): what __init__ was given
     node = scope.node

@@ -10,8 +10,9 @@ bound once to that read, ``prev = self.ema[k]``): the slot chains every element 
 field it adds to and the element occurrences a detaching edit would wrap.
 
 ``element_kinds(ctx, scope, expr, at)`` is the value-side fact the callers need: the kinds of the
-elements of the container ``expr`` holds at ``at`` (a dict or list literal, a name bound only to
-such values, a call of a project function whose every return is one); None when unknown.
+elements of the container ``expr`` holds at ``at`` (a dict or list literal, a name or a field
+(``self.terms``) bound in the scope only to such values, a call of a project function whose every
+return is one); None when unknown.
 
 ``numeric_readers(ctx, cls, store)`` tells how the field is read elsewhere: "number" when every
 read converts what it reads with ``float()``/``int()`` (so each element is a one-element tensor today
@@ -37,7 +38,7 @@ from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import Kind, facts
 from fixer.analysis.importers import class_importers
 from fixer.analysis.imported_definitions import imported_class, imported_function
-from fixer.analysis.names import qualified
+from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import RETURNS, Scope, nodes_of, scope_nodes, scope_of, scopes
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -206,11 +207,12 @@ def element_kinds(ctx: FileContext, scope: Scope, expr: ast.expr, at: ast.AST, s
         if any(isinstance(e, ast.Starred) for e in expr.elts):
             return None
         return {facts(ctx, scope).kind(e, at) for e in expr.elts}
-    if isinstance(expr, ast.Name) and depth > 0:
-        defs = facts(ctx, scope).reaching(expr.id, at)
+    name = dotted(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+    if name and depth > 0:  # a name, or a field (self.parts) bound in the scope
+        defs = facts(ctx, scope).reaching(name, at)
         kinds: set[Kind] = set()
         for stmt, value in defs:
-            if value is None or not isinstance(stmt, ast.Assign) or not isinstance(stmt.targets[0], ast.Name):
+            if value is None or not isinstance(stmt, ast.Assign) or dotted(stmt.targets[0]) != name:
                 return None
             found = element_kinds(ctx, scope, value, stmt, sequence, depth - 1)
             if found is None:
@@ -262,7 +264,8 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) ->
                     return None  # reset by the storing method itself
                 continue
             verdicts.add(_read(ctx, node))
-    verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls)}
+    verdicts |= {_outside_read(ctx, n, cls) for n in walk(ctx.tree)
+                 if isinstance(n, ast.Attribute) and n.attr == field and not _within(ctx, n, cls) and not _another_class_own(ctx, n, cls)}
     for other in class_importers(ctx, cls):  # the scripts that construct and use the object
         if _handed_on(other, ctx, cls):
             return None
@@ -271,6 +274,15 @@ def numeric_readers(ctx: FileContext, cls: ast.ClassDef, store: ElementStore) ->
     if None in verdicts or not verdicts:
         return None
     return "tensor" if "tensor" in verdicts else "number"
+
+
+def _another_class_own(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> bool:
+    """``self.sums`` in a method of another class of the file, neither class having bases: that
+    object's own field of the same name, never an instance of ``cls``."""
+    scope = scope_of(ctx, node)
+    other = scope.class_node
+    return (other is not None and other is not cls and not other.bases and not cls.bases
+            and isinstance(node.value, ast.Name) and node.value.id == scope.self_name)
 
 
 def _outside_read(ctx: FileContext, node: ast.Attribute, cls: ast.ClassDef) -> Optional[str]:

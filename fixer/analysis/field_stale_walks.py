@@ -12,7 +12,8 @@ one applied to a graph, or one that saves its own; and what the fields and local
 recorded), each with the number of steps its module's optimizers had taken; each step bumps the
 count of the modules its optimizer is built from. A backward whose loss reaches (through fields,
 local names and module calls, never through ``.detach()``) a forward recorded at a lower count is
-a stale walk. A method whose order is not straight (a field stored, a method called or an
+a stale walk, unless a freeing backward already walked the fields it reads (not stored since): the
+freed graph raises first (GF106). A method whose order is not straight (a field stored, a method called or an
 optimizer stepped under a condition or in a loop) is not followed: nothing is guessed.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from fixer.analysis.calls import BackwardCall, backward_calls
+from fixer.analysis.calls import BackwardCall, backward_calls, frees_graph
 from fixer.analysis.class_model import class_methods
 from fixer.analysis.flow import flowing_nodes
 from fixer.analysis.graph import facts
@@ -70,6 +71,7 @@ class _Run:
         self.graphs: set[str] = set()  # fields whose value carries a graph
         self.counts: dict[str, int] = {}  # module -> steps taken by optimizers over it
         self.steps: dict[str, ast.Call] = {}  # module -> the last step that changed it
+        self.freed: set[str] = set()  # fields a backward walked and freed, not stored since
         self.found: list[FieldStaleWalk] = []
         self.stopped = False
 
@@ -111,6 +113,7 @@ class _Run:
             if fields:
                 records = self._records(scope, stmt.value, stmt, 0)  # (each part of a tuple: what the whole reaches)
                 self.fields.update(dict.fromkeys(fields, records))
+                self.freed.difference_update(fields)
                 carries = self._carries(scope, stmt.value, stmt, 0)
                 self.graphs.update(f for f in fields if carries)
                 self.graphs.difference_update(f for f in fields if not carries)
@@ -150,6 +153,12 @@ class _Run:
         return False
 
     def _backward(self, scope: Scope, call: BackwardCall, node: ast.Call) -> None:
+        me = scope.self_name
+        read = {name[len(me) + 1 :] for n in walk(call.target) if (name := dotted(n)) and name.startswith(me + ".")}
+        if read & self.freed:
+            return  # the same value backpropagated again: its freed graph raises first (GF106)
+        if frees_graph(call):
+            self.freed |= read
         records = sorted(self._records(scope, call.target, node, 0), key=lambda r: (r[2].lineno, r[2].col_offset, r[0]))
         for module, count, forward in records:  # (in source order: the message is the same on every run)
             if self.counts.get(module, 0) > count:

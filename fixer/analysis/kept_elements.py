@@ -36,6 +36,7 @@ TENSOR_KINDS = frozenset({Kind.GRAPH, Kind.LEAF})
 VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
                    "t", "expand", "expand_as", "narrow", "select", "unbind", "split", "chunk", "contiguous", "to",
                    "float", "double", "half", "type_as", "cpu", "cuda", "__getitem__"})
+MAX_CALL_DEPTH = 2  # step functions and methods between the store's call and the loop
 
 
 @dataclass(frozen=True)
@@ -87,27 +88,41 @@ def _across_iterations(ctx: FileContext, caller: Scope, call: ast.Call) -> bool:
     it: on an object its parameter holds, when that call's argument is bound before the loop; on
     its own object (``self.update(losses)``) or an object its ``self`` holds for life
     (``project_callers.project_life_field``, ``init_field``), when the receiver of that call is bound
-    before the loop; the calls are the project's, in whichever file makes them."""
+    before the loop; the calls are the project's, in whichever file makes them. That call may sit
+    in a step function or method itself (``train_step(trainer, x)`` calling ``trainer.step(x)``):
+    followed the same way, ``MAX_CALL_DEPTH`` calls up."""
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     if receiver is None or under_no_grad(ctx, call):
         return False
     loops = enclosing_loops(ctx, call, caller)
     if loops:
         return _made_before_loop(ctx, caller, call, receiver) and receiver.id != caller.self_name
+    steps = backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
+    return _outer_calls(ctx, caller, receiver, steps, 0)
+
+
+def _outer_calls(ctx: FileContext, caller: Scope, receiver: ast.expr, steps: bool, depth: int) -> bool:
+    """Some call of ``caller`` (a function or method without a loop around ``receiver``'s use)
+    runs in a loop on an object bound before it, which ``receiver`` then holds."""
     held = project_life_field(ctx, caller, receiver) is not None or init_field(ctx, caller, receiver) or isinstance(receiver, ast.Name) and receiver.id == caller.self_name
-    lifted = held or isinstance(receiver, ast.Name)
-    steps = lifted and backpropagates_in(ctx, caller, caller.node)  # then so does every loop around a call of it
+    if not (held or isinstance(receiver, ast.Name)) or depth > MAX_CALL_DEPTH:
+        return False
     if held:
-        return any(_made_before_loop(own, site_scope, site, site.func.value, steps)
-                   for own, site_scope, site in project_call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute))
-    return isinstance(receiver, ast.Name) and receiver.id != caller.self_name and any(
-        _made_before_loop(own, site_scope, site, argument, steps) for own, site_scope, site, argument in step_arguments(ctx, caller, receiver.id))
+        sites = [(own, s, site, site.func.value) for own, s, site in project_call_sites(ctx, caller) if site is not None and isinstance(site.func, ast.Attribute)]
+    elif receiver.id != caller.self_name:
+        sites = list(step_arguments(ctx, caller, receiver.id))
+    else:
+        return False
+    return any(_made_before_loop(own, scope, site, value, steps, depth) for own, scope, site, value in sites)
 
 
-def _made_before_loop(ctx: FileContext, scope: Scope, call: ast.Call, receiver: ast.expr, steps: bool = False) -> bool:
+def _made_before_loop(ctx: FileContext, scope: Scope, call: ast.Call, receiver: ast.expr, steps: bool = False, depth: int = 0) -> bool:
     """``receiver`` (a name) is bound before the innermost loop around ``call``, which backpropagates
-    (known from the function ``call`` runs, with ``steps``, or read from the loop)."""
+    (known from the function ``call`` runs, with ``steps``, or read from the loop); with no loop
+    around ``call``, asked of the calls of its function (``_outer_calls``)."""
     loops = enclosing_loops(ctx, call, scope)
+    if not loops and not under_no_grad(ctx, call) and not isinstance(scope.node, ast.Module):
+        return _outer_calls(ctx, scope, receiver, steps, depth + 1)
     if not isinstance(receiver, ast.Name) or not loops or under_no_grad(ctx, call) or not (steps or backpropagates_in(ctx, scope, loops[0])):
         return False
     defs = facts(ctx, scope).reaching(receiver.id, call)

@@ -6,7 +6,8 @@ passes one (the ``given`` names of a bound summary), or when the code uses it as
 be used: ``.parameters()`` (handed to an optimizer), ``.named_parameters()``, ``.modules()``,
 ``.train()``, ``.eval()``, ... A field ``self.x`` is a module when some method of its class uses it
 so, or when ``__init__`` stores a parameter there that holds one (used so in ``__init__``, or given
-a module by the file's one construction of the class or by every construction the project shows);
+a module by the file's one construction of the class, also as a name holding one where it is
+constructed, or by every construction the project shows);
 ``obj.x`` too, where ``obj`` holds an instance of such a class (``call_sites.path_instance``).
 Anything else is not known to be a module."""
 
@@ -22,7 +23,7 @@ from fixer.analysis.class_model import attribute_writes, class_methods, construc
 from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted, qualified
-from fixer.analysis.scopes import CALLS, Scope, nodes_of, statement_index
+from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_of, statement_index
 from fixer.context import FileContext
 
 PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
@@ -64,24 +65,41 @@ def _module_uses(ctx: FileContext, scope: Scope) -> tuple[frozenset[str], frozen
 
 def module_fields(ctx: FileContext, cls: ast.ClassDef) -> frozenset[str]:
     """Attributes of ``self`` that hold a module, by the class's own uses and construction."""
+    computing = ("module_fields: computing", id(cls))
+    if computing in ctx.cache:
+        return frozenset()  # asked again while its answer is computed: don't know
 
     def compute() -> frozenset[str]:
-        methods = class_methods(ctx, cls)
-        found = set()
-        for method in methods.values():
-            prefix = f"{method.self_name}."
-            for receiver in _module_uses(ctx, method)[0] | _module_uses(ctx, method)[1]:
-                if receiver.startswith(prefix) and "." not in receiver[len(prefix):]:
-                    found.add(receiver[len(prefix):])
-        init = methods.get("__init__")
-        for attr in _stored_parameters(ctx, cls) if init is not None else ():
-            param = init_parameter(ctx, cls, attr)
-            given = construction_argument(ctx, cls, attr, for_life=False)
-            if used_as_module(ctx, init, param) or given is not None and _is_module_value(ctx, given) or _constructed_with_modules(ctx, cls, init, param):
-                found.add(attr)
-        return frozenset(found)
+        ctx.cache[computing] = True
+        try:
+            return _module_fields(ctx, cls)
+        finally:
+            del ctx.cache[computing]
 
     return ctx.memo(("module_fields", id(cls)), compute)
+
+
+def _module_fields(ctx: FileContext, cls: ast.ClassDef) -> frozenset[str]:
+    methods = class_methods(ctx, cls)
+    found = set()
+    for method in methods.values():
+        prefix = f"{method.self_name}."
+        for receiver in _module_uses(ctx, method)[0] | _module_uses(ctx, method)[1]:
+            if receiver.startswith(prefix) and "." not in receiver[len(prefix):]:
+                found.add(receiver[len(prefix):])
+    init = methods.get("__init__")
+    for attr in _stored_parameters(ctx, cls) if init is not None else ():
+        param = init_parameter(ctx, cls, attr)
+        given = construction_argument(ctx, cls, attr, for_life=False)
+        if used_as_module(ctx, init, param) or given is not None and _given_module(ctx, given) or _constructed_with_modules(ctx, cls, init, param):
+            found.add(attr)
+    return frozenset(found)
+
+
+def _given_module(ctx: FileContext, given: ast.expr) -> bool:
+    """The construction's argument holds a module: a module value, or a name that holds one where the
+    construction reads it (``thing``, a parameter its function hands to an optimizer)."""
+    return _is_module_value(ctx, given) or isinstance(given, ast.Name) and holds_module(ctx, scope_of(ctx, given), given.id)
 
 
 def _stored_parameters(ctx: FileContext, cls: ast.ClassDef) -> list[str]:

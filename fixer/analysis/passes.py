@@ -17,7 +17,8 @@ around the backward, again around the step) run together or not at all when noth
 can change what the test reads (only names and constants, none bound or handed to a call in the
 loop). On the passes the test selects they run as if unguarded, and the passes it skips run none
 of them: each is a filter of the selected passes too (``is_pass_filter``), though the pass's other
-statements run on every pass. One level in, the same holds for the lone guards such guards hold
+statements run on every pass. A function's body is one pass of each call (``train_step(..., train)``
+called in a batch loop): its shared guards run together or not at all on that call. One level in, the same holds for the lone guards such guards hold
 (``if c: if train: loss.backward()`` beside ``if c: if train: opt.step()``) when nothing in the loop
 rebinds their test. A shared guard holding one statement stands for it (``guarded_statement``)
 and moves or goes with it (``guarded_unit``)."""
@@ -109,11 +110,11 @@ def _find_peers(ctx: FileContext, node: ast.If) -> list[ast.If]:
         inner = [g for g in inner if ast.dump(g.test, annotate_fields=False) == test]
         if len(inner) < 2:
             return []
-        loop = loop_of_pass(ctx, enclosing_pass(ctx, holder) or [])
+        loop = _pass_owner(ctx, enclosing_pass(ctx, holder) or [])
         stable = loop is not None and _filters(loop, node) and _stable(loop, node.test, _declared_global(ctx))
         return inner if stable and len(inner) > 1 else []
     block = getattr(holder, "body", None) if holder is not None else None
-    loop = loop_of_pass(ctx, block) if block else None
+    loop = _pass_owner(ctx, block) if block else None
     if loop is None:
         return []
     test = ast.dump(node.test, annotate_fields=False)
@@ -159,7 +160,7 @@ def movable_across(ctx: FileContext, unit: ast.stmt, span: list[ast.stmt]) -> bo
     while isinstance(inner, ast.If) and len(inner.body) == 1 and _shared_guard(ctx, inner):
         tests.append(inner.test)
         inner = inner.body[0]
-    loop = loop_of_pass(ctx, enclosing_pass(ctx, unit)) if tests else None
+    loop = _pass_owner(ctx, enclosing_pass(ctx, unit)) if tests else None
     return not tests or loop is not None and all(_stable(loop, test, _declared_global(ctx), span) for test in tests)
 
 
@@ -257,6 +258,15 @@ def loop_of_pass(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
 
 
 PROTOCOL_METHODS = frozenset({"backward", "step", "zero_grad"})
+
+
+def _pass_owner(ctx: FileContext, block: list[ast.stmt]) -> Optional[ast.AST]:
+    """The loop of which ``block`` is a pass (``loop_of_pass``), or the function whose body it is:
+    one call runs it once, as a pass does, so its shared guards run together or not at all."""
+    owner = ctx.parent(block[0]) if block else None
+    if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) and owner.body is block:
+        return owner
+    return loop_of_pass(ctx, block)
 
 
 def _filtered_loop(ctx: FileContext, node: ast.If) -> Optional[ast.AST]:

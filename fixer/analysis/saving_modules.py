@@ -8,7 +8,8 @@ optimizer step on it after the call breaks a later backward through that call, a
 module applied to a graph.
 
 ``saves_own_weights(ctx, scope, func)`` answers for a called name: ``G`` bound once in the file,
-or ``self.G`` written once in its class, to such a construction. Anything else is unknown
+or ``self.G`` written once in its class, to such a construction; ``self.G = G`` in ``__init__``
+follows what the class's one construction in the project gives (``project_life_field``). Anything else is unknown
 (False): a module built by a factory, bound twice, or a layer the vocabulary below does not list."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fixer.analysis.bindings import module_classes
 from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import attribute_writes, class_methods
 from fixer.analysis.names import dotted, qualified
+from fixer.analysis.project_callers import project_life_field
 from fixer.analysis.scopes import Scope, scope_nodes, statement_index
 from fixer.context import FileContext
 from fixer.nodes import walk
@@ -38,8 +40,25 @@ CUTS = re.compile(r"detach|no_grad|inference_mode|\.data\b|set_grad_enabled")
 
 
 def saves_own_weights(ctx: FileContext, scope: Scope, func: ast.expr) -> bool:
+    given = _given_for_life(ctx, scope, func)
+    if given is not None:  # ``self.G = G`` given ``Trainer(G)``: the construction of that G, in its file
+        ctx, scope, func = given
     construction = _construction(ctx, scope, func)
     return construction is not None and _saving(ctx, construction, MAX_DEPTH)
+
+
+def _given_for_life(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[tuple[FileContext, Scope, ast.Name]]:
+    """(file, scope, name) of the argument the class's one construction passes for ``self.G``
+    (``project_life_field``) when it is a name of that scope's own (not a parameter there)."""
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == scope.self_name):
+        return None
+    given = project_life_field(ctx, scope, func)
+    if given is None or not isinstance(given[2], ast.Name):
+        return None
+    args = getattr(given[1].node, "args", None)
+    if args is not None and given[2].id in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+        return None
+    return given
 
 
 def _construction(ctx: FileContext, scope: Scope, func: ast.expr) -> Optional[ast.Call]:

@@ -239,13 +239,14 @@ def _recompute(ctx: FileContext, graph: GraphFacts, call: BackwardCall, roots: t
 
 
 def _targets(stmt: ast.stmt) -> list[str]:
-    """Names an assignment binds; empty unless every target is a name or a tuple of names."""
+    """Names an assignment binds (``h`` or a field of a name, ``self.h``); empty unless every
+    target is one or a tuple of them."""
     names = []
     for target in getattr(stmt, "targets", []):
         for node in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
-            if not isinstance(node, ast.Name):
+            if not (isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
                 return []
-            names.append(node.id)
+            names.append(dotted(node))
     return names
 
 

@@ -8,7 +8,9 @@ callee's backward walks and frees: arguments bound to parameters that flow into 
 loss before anything rebinds them, and that the callee never detaches. A callee that cannot be
 read, that backpropagates only sometimes (unless every k-th call, ``if step % k == 0:``, given
 the loop's counter), or that keeps its graph (``retain_graph``,
-``create_graph``, ``autograd.grad``) gives None."""
+``create_graph``) or frees it in ``autograd.grad`` gives None; an ``autograd.grad`` that keeps
+the graph (``create_graph=True``: a force or gradient-penalty term) leaves the freeing to the
+backward."""
 
 from __future__ import annotations
 
@@ -169,8 +171,8 @@ def _fed(ctx: FileContext, callee: Scope) -> Optional[frozenset[str]]:
         and not enclosing_loops(ctx, ctx.statement_of(c.node), callee)
         and (always_runs(ctx, c.node, callee.node) or _parameter_guard(ctx, callee, c) is not None)
     ]
-    if any(c.kind == "autograd.grad" for c in calls):
-        return None
+    if any(c.kind == "autograd.grad" and frees_graph(c) for c in calls):
+        return None  # (one that keeps its graph, create_graph=True, leaves it to the backward)
     if every:
         return _fed_by(ctx, callee, every[0])
     # one backward in each branch of an if/else: one runs on every call; a parameter is fed when each walks it
