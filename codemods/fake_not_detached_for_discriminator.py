@@ -42,7 +42,8 @@ step's), and one helper deeper (`self.backward_D_A()` calling `self.backward_D_b
 real, fake)`); a fake handed through a method that cannot be seen (an image-history pool of
 another file) is still taken to carry what it was given. A fake the discriminator step's method
 makes and returns (`fake, loss_d = self.d_step(real)`) is the caller's `fake`, made by the module
-that method applied.
+that method applied. So is one it keeps on its object (`self.fake = self.G(z)` in
+`d_step()`, read again by `g_step()`).
 
 ## Why is this bad?
 The discriminator's backward walks on into the generator's graph and frees it, so the generator

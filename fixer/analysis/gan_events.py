@@ -167,7 +167,7 @@ def _helper_backwards(ctx: FileContext, helper: Scope, nested: bool = True) -> l
             uses = []
             for use in callable_uses(ctx, helper, graph):
                 if before_or_at(use.stmt, stmt) and flows_to(ctx, graph, helper, use, call):
-                    keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3) | _returned_as(helper, use.key)
+                    keys = _inputs(ctx, helper, graph, use.arg, use.stmt, 3) | _returned_as(helper, use.key) | _kept_on_self(helper, graph, use.arg)
                     if keys:
                         uses.append(MappedUse(use, helper, use.callee, frozenset(keys)))
             if not uses:
@@ -236,6 +236,15 @@ def _bound_to_result(stmt: ast.stmt, key: str) -> Optional[str]:
 
 def _flowing_dotted(ctx: FileContext, expr: ast.expr) -> list[ast.expr]:
     return [n for n in flowing_nodes(ctx, expr) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)]
+
+
+def _kept_on_self(helper: Scope, graph: GraphFacts, arg: ast.expr) -> set[str]:
+    """``{"self.fake"}`` when the use reads a field the helper stores (``self.fake = self.G(z)``):
+    the caller's object keeps that value after the call, under the same name."""
+    name = dotted(arg) if isinstance(arg, ast.Attribute) else None
+    if name is None or not helper.self_name or not name.startswith(helper.self_name + ".") or not graph.assignments.get(name):
+        return set()
+    return {name}
 
 
 def _returned_as(helper: Scope, key: str) -> set[str]:
