@@ -151,17 +151,26 @@ def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call
 
 
 def _mentions(ctx: FileContext) -> dict[str, int]:
-    """How often the source names each class of the file that an assignment constructs (one scan)."""
+    """How often the code names each class of the file that an assignment constructs (one walk):
+    names, class statements, and string constants that are exactly the name (``__all__``,
+    ``getattr(module, "Net")``, a registry's key); prose in docstrings and comments is no use."""
     def compute() -> dict[str, int]:
         names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
         if not names:
             return {}
-        # the leading word boundary tested after each match: ``re`` tries a leading ``\b`` at every
-        # character, but finds the names' first letters at once (a match inside a word never hides one)
-        pattern, text = re.compile(r"(%s)\b" % "|".join(map(re.escape, sorted(names)))), ctx.source
-        return dict(collections.Counter(
-            m.group(1) for m in pattern.finditer(text) if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
-        ))
+        counts: collections.Counter = collections.Counter()
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Name):
+                found = node.id
+            elif isinstance(node, ast.ClassDef):
+                found = node.name
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found = node.value
+            else:
+                continue
+            if found in names:
+                counts[found] += 1
+        return dict(counts)
 
     return ctx.memo("class_mentions", compute)
 
