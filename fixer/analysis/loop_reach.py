@@ -230,9 +230,10 @@ def callee_method(ctx: FileContext, scope: Scope, func: ast.expr, rebound: set[s
             return class_methods(ctx, cls).get("forward")
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in bound:
         return class_methods(ctx, bound[func.value.id]).get(func.attr)
-    if not home:
-        return called_function(scope.ctx, scope, func, imported=False) if isinstance(func, ast.Name) else None
-    return called_function(ctx, scope, func, imported=False) or (imported_function(ctx, func) if imported else None)
+    own = ctx if home else scope.ctx
+    if not home and not isinstance(func, ast.Name):
+        return None  # (another file's objects are not this file's classes)
+    return called_function(own, scope, func, imported=False) or (imported_function(own, func) if imported else None)
 
 
 def _object_class(ctx: FileContext, scope: Scope, name: str) -> Optional[ast.ClassDef]:
