@@ -96,12 +96,52 @@ class Assignments:
 
     def _is_conditional(self, stmt: ast.AST, at: ast.AST) -> bool:
         at_parents = set(map(id, self.ctx.ancestors(at)))
+        child = stmt
         for parent in self.ctx.ancestors(stmt):
             if parent is self.scope.node:
                 return False
-            if isinstance(parent, CONDITIONAL) and id(parent) not in at_parents:
+            if isinstance(parent, CONDITIONAL) and id(parent) not in at_parents and not _body_runs(self.ctx, parent, child):
                 return True
+            child = parent
         return False
+
+
+def _body_runs(ctx: FileContext, loop: ast.AST, child: ast.AST) -> bool:
+    """``child`` is a statement of the body of ``for _ in range(k)``, ``k`` a positive integer (a
+    literal, or a module-level name bound once to one), with no ``break`` or ``continue`` in the
+    body: it runs at least once (``fake = G(z)`` in every critic step replaces the one before)."""
+    if not isinstance(loop, ast.For) or not any(child is s for s in loop.body) or not _positive_range(ctx, loop.iter):
+        return False
+    return not any(isinstance(n, (ast.Break, ast.Continue)) for s in loop.body for n in ast.walk(s))
+
+
+def _positive_range(ctx: FileContext, it: ast.expr) -> bool:
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1 and not it.keywords):
+        return False
+    count = it.args[0]
+    if isinstance(count, ast.Name):
+        count = _module_constants(ctx).get(count.id)
+    return isinstance(count, ast.Constant) and type(count.value) is int and count.value > 0
+
+
+def _module_constants(ctx: FileContext) -> dict[str, ast.Constant]:
+    """Module-level names bound exactly once in the file, to a constant, and never rebound."""
+
+    def compute() -> dict[str, ast.Constant]:
+        stores: dict[str, int] = {}
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    stores[name] = stores.get(name, 0) + 2  # written from a function: not a constant
+        return {
+            s.targets[0].id: s.value for s in ctx.tree.body
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, ast.Constant) and stores.get(s.targets[0].id) == 1
+        }
+
+    return ctx.memo("module_constants", compute)
 
 
 def scope_assignments(ctx: FileContext, scope: Scope) -> Assignments:
