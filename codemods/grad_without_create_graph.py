@@ -61,11 +61,10 @@ import ast
 import os
 from typing import Iterator
 
-from fixer.analysis.callees import called_function
 from fixer.analysis.calls import BackwardCall, backward_calls
-from fixer.analysis.forwarded_flags import flag_off, forwarded_flag
+from fixer.analysis.forwarded_flags import flag_calls
 from fixer.analysis.gradient_consumers import Consumer, grad_consumer, helper_consumer, penalty_reads
-from fixer.analysis.scopes import CALLS, nodes_of, scopes
+from fixer.analysis.scopes import scopes
 from fixer.context import FileContext
 from fixer.edits.keywords import flag_on_edit, keyword_edit
 from fixer.rule import Applicability, Diagnostic, Edit, Rule
@@ -86,11 +85,8 @@ class GradWithoutCreateGraph(Rule):
                         yield self._report(ctx, call, consumer)
             for backward, consumer in penalty_reads(ctx, scope):
                 yield self._report(ctx, backward, consumer)
-            for node in nodes_of(scope, CALLS) if backward_calls(ctx, scope) else ():
-                helper = called_function(ctx, scope, node.func)
-                flag = forwarded_flag(helper.ctx or ctx, helper) if helper is not None else None
-                off = flag_off(helper, node, flag) if flag else None
-                consumer = helper_consumer(ctx, scope, node) if off is not None else None
+            for node, flag, off in flag_calls(ctx, scope) if backward_calls(ctx, scope) else ():
+                consumer = helper_consumer(ctx, scope, node)
                 if consumer is not None:
                     yield self._report_call(ctx, node, flag, off, consumer)
 

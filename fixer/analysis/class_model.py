@@ -144,33 +144,56 @@ def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call
         calls = _assigned_calls(ctx).get(cls.name, [])
         if not calls or ctx.parent(cls) is not ctx.tree or sum(1 for c in statement_index(ctx).classes if c.name == cls.name) != 1:
             return None
-        mentions = _mentions(ctx).get(cls.name, 0)
-        return calls if mentions == len(calls) + 1 else None  # the class statement and the constructions only
+        expected = len(calls) + 1  # the class statement and the constructions only
+        if _text_mentions(ctx).get(cls.name, 0) != expected and _mentions(ctx).get(cls.name, 0) != expected:
+            return None  # (the text first: the code's count is asked only where prose may add to it)
+        return calls
 
     return ctx.memo(("constructions", id(cls)), compute)
 
 
-def _mentions(ctx: FileContext) -> dict[str, int]:
-    """How often the code names each class of the file that an assignment constructs (one walk):
-    names, class statements, and string constants that are exactly the name (``__all__``,
-    ``getattr(module, "Net")``, a registry's key); prose in docstrings and comments is no use."""
+def _text_mentions(ctx: FileContext) -> dict[str, int]:
+    """How often the source text names each class of the file that an assignment constructs: an
+    upper bound of ``_mentions``, equal to it where no docstring, comment or string names it."""
     def compute() -> dict[str, int]:
         names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
         if not names:
             return {}
-        counts: collections.Counter = collections.Counter()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Name):
-                found = node.id
-            elif isinstance(node, ast.ClassDef):
-                found = node.name
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found = node.value
-            else:
-                continue
-            if found in names:
-                counts[found] += 1
-        return dict(counts)
+        # the leading word boundary tested after each match: ``re`` tries a leading ``\b`` at every
+        # character, but finds the names' first letters at once (a match inside a word never hides one)
+        pattern, text = re.compile(r"(%s)\b" % "|".join(map(re.escape, sorted(names)))), ctx.source
+        return dict(collections.Counter(
+            m.group(1) for m in pattern.finditer(text) if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+        ))
+
+    return ctx.memo("class_text_mentions", compute)
+
+
+def _mentions(ctx: FileContext) -> dict[str, int]:
+    """How often the code names each class of the file that an assignment constructs: the text's
+    count less the mentions in docstrings and comments (prose is no use of the class). A string
+    elsewhere that names it (``__all__``, ``getattr(module, "Net")``, a message) still counts."""
+    def compute() -> dict[str, int]:
+        counts = dict(_text_mentions(ctx))
+        if not counts:
+            return counts
+        pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(counts))))
+        spans = []
+        holders = {id(n): n for n in [ctx.tree, *(scope.node for scope in scopes(ctx)), *statement_index(ctx).classes]}
+        for node in holders.values():
+            body = getattr(node, "body", None)
+            first = body[0] if body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                start, end = ctx.span(first.value)
+                spans.append((start, end))
+                for m in pattern.finditer(ctx.source, start, end):
+                    counts[m.group(1)] -= 1
+        for m in pattern.finditer(ctx.source):
+            line_start = ctx.source.rfind("\n", 0, m.start()) + 1
+            before = ctx.source[line_start:m.start()]
+            if "#" in before and "'" not in before and '"' not in before and not any(a <= m.start() < b for a, b in spans):
+                counts[m.group(1)] -= 1  # on a comment line, after its ``#``
+        return counts
 
     return ctx.memo("class_mentions", compute)
 

@@ -12,16 +12,38 @@ project's one callee answer, this deep; a parameter the helper rebinds decides n
 from __future__ import annotations
 
 import ast
-from typing import Optional
+import re
+from typing import Iterator, Optional
 
 from fixer.analysis.arguments import bound_arguments, parameter_default, parameters
 from fixer.analysis.callees import called_function
 from fixer.analysis.calls import backward_calls
 from fixer.analysis.gradient_consumers import returns_gradients
+from fixer.analysis.bindings import imported_names
+from fixer.analysis.imported_definitions import imported_module_matches
+from fixer.analysis.names import dotted
 from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes
 from fixer.context import FileContext
 
 MAX_DEPTH = 3  # helpers passing the flag on, followed this deep
+CREATE_GRAPH = re.compile(rb"create_graph")
+
+
+def flag_calls(ctx: FileContext, scope: Scope) -> Iterator[tuple[ast.Call, str, ast.expr]]:
+    """(call, the helper's flag, what the call gives it) for the calls in ``scope`` of helpers that
+    forward their flag and that the call leaves off. Only a helper whose file's text says
+    ``create_graph`` is resolved (a cheap test, with no parse, for an imported one)."""
+    here = "create_graph" in ctx.source
+    imported = imported_names(ctx)
+    for node in nodes_of(scope, CALLS):
+        root = (dotted(node.func) or "").partition(".")[0]
+        if not here and not (root in imported and imported_module_matches(ctx, node.func, CREATE_GRAPH)):
+            continue
+        helper = called_function(ctx, scope, node.func)
+        flag = forwarded_flag(helper.ctx or ctx, helper) if helper is not None else None
+        off = flag_off(helper, node, flag) if flag else None
+        if off is not None:
+            yield node, flag, off
 
 
 def forwarded_flag(ctx: FileContext, helper: Scope, depth: int = 0) -> Optional[str]:

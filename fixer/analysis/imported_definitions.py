@@ -36,6 +36,14 @@ def imported_definition_matches(ctx: FileContext, func: ast.expr, pattern: "re.P
     return bool(path) and definition_matches(path, name, pattern, classes)
 
 
+def imported_module_matches(ctx: FileContext, func: ast.expr, pattern: "re.Pattern[bytes]") -> bool:
+    """The text of the whole module an imported ``func`` comes from matches ``pattern`` (the
+    definition may hand the work to another function of its module)."""
+    binding = _imported_binding(ctx, func)
+    path = module_file(ctx.path, binding[0], binding[1]) if binding is not None else None
+    return bool(path) and file_matches(path, pattern)
+
+
 def _imported_binding(ctx: FileContext, func: ast.expr) -> Optional[tuple[Optional[str], int, str]]:
     """(module, level, name) of the definition ``func`` names through an import of this file:
     ``f`` after ``from m import f`` (or ``as f``), ``m.f`` after ``import m``; None otherwise."""

@@ -64,8 +64,11 @@ def given_graphs(ctx: FileContext, scope: Scope, saving: Callable[[Scope, ast.As
     ``self.y = y``): (attribute, the assignment, backward calls)."""
     if not scope.self_name or getattr(scope.node, "name", "") == "__init__":
         return []
+    life = {f: n for f, n in held_for_life(ctx).items() if "." not in n}
+    if not life:
+        return []  # (cheap first: most classes keep nothing given at their construction)
     every_call = _every_call_backwards(ctx, scope) if _called_in_a_loop(ctx, scope.node.name) else []
-    fields = {f: n for f, n in held_for_life(ctx).items() if "." not in n and f.split(".", 1)[1] in _attributes(ctx, scope, every_call)}
+    fields = {f: n for f, n in life.items() if f.split(".", 1)[1] in _attributes(ctx, scope, every_call)}
     calls = every_call if fields else []
     sites = constructions(ctx, scope.class_node) if calls else None
     builder = _scope_of(ctx, sites[0]) if sites else None
@@ -150,6 +153,10 @@ def _called_in_a_loop(ctx: FileContext, name: str) -> bool:
 def _called_in_a_step(ctx: FileContext, name: str) -> bool:
     """``x.<name>(...)`` in a function that is one pass of loops (``protocol.call_loops``:
     ``for batch in ...: train_step(trainer)`` with ``trainer.step(...)`` in ``train_step``)."""
+    return ctx.memo(("called_in_a_step", name), lambda: _any_step_calls(ctx, name))
+
+
+def _any_step_calls(ctx: FileContext, name: str) -> bool:
     pattern = re.compile(r"\.\s*%s\s*\(" % re.escape(name))
     return any(
         not isinstance(scope.node, ast.Module) and ctx.mentions(scope.node, pattern)

@@ -50,11 +50,12 @@ def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
         found = {}
         for attr, writes in attribute_writes(ctx, cls).items():
             write = writes[0]
-            if len(writes) != 1 or not write.every_call or write.no_grad or not runs_once(ctx, write.method):
+            if len(writes) != 1 or not write.every_call or write.no_grad:
                 continue
             if not isinstance(write.stmt, ast.Assign) or len(write.stmt.targets) != 1 or attr in stored_from_outside(ctx):
                 continue
-            if _built_from_trainable_leaf(ctx, write.method, write.stmt):
+            # (the project's callers last: runs_once reads other files)
+            if _built_from_trainable_leaf(ctx, write.method, write.stmt) and runs_once(ctx, write.method):
                 found[attr] = write
         return found
 
@@ -63,13 +64,16 @@ def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
 
 def walked_setup_graphs(ctx: FileContext) -> list[WalkedSetupGraph]:
     def compute() -> list[WalkedSetupGraph]:
+        steps = project_backwards(ctx)  # (first: a file's classes are many, the loops walking them few)
+        if not steps:
+            return []
         classes = {class_key(ctx, c): c for c in statement_index(ctx).classes}
         fields = {(key, attr): write for key, cls in classes.items() for attr, write in setup_graphs(ctx, cls).items()}
         if not fields:
             return []
         found: dict[Field, WalkedSetupGraph] = {}
         recomputed = _read_by_their_step_method(ctx)
-        for step in project_backwards(ctx):
+        for step in steps:
             read = read_fields(ctx, step.scope, [step.call.target], step.rebound, dict(step.bound))
             for field in sorted(read & fields.keys(), key=lambda f: (fields[f].stmt.lineno, f[1])):
                 if id(fields[field].stmt) not in recomputed and not changed_elsewhere(ctx, step, classes[field[0]], field[1]):

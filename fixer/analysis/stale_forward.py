@@ -28,7 +28,7 @@ from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.protocol import optimizer_params
 from fixer.analysis.saving_modules import saves_own_weights
 from fixer.analysis.scopes import CALLS, Scope, nodes_of
-from fixer.analysis.training_calls import training_calls
+from fixer.analysis.training_calls import may_call_step_functions, training_calls
 from fixer.analysis.shared_graph import flowing_nodes, reaching, runs_after_in_same_pass, pass_loop, shared_saving_origins
 from fixer.context import FileContext
 from fixer.nodes import walk as walk_nodes
@@ -102,6 +102,8 @@ def _helper_steps(ctx: FileContext, scope: Scope, owners: dict) -> list[Optimize
     """Calls of project functions that backpropagate and then step a known optimizer on every call
     (``self._update(critic_loss, self.critic_opt)``): a step at the call, named as the caller names
     the optimizer, that applies the gradients of the helper's own backward."""
+    if not may_call_step_functions(ctx, scope):
+        return []
     found = []
     for node in nodes_of(scope, CALLS):
         events = call_events(ctx, scope, node) or []

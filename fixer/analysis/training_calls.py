@@ -63,6 +63,13 @@ def training_calls(ctx: FileContext, scope: Scope) -> list[BackwardCall]:
     return ctx.memo(("training_calls", id(scope.node)), compute)
 
 
+def may_call_step_functions(ctx: FileContext, scope: Scope) -> bool:
+    """The scope names a function that may backpropagate (of this file, or imported): a cheap
+    test from text before its calls are resolved."""
+    gate = _callee_text(ctx)
+    return gate is not None and ctx.mentions(scope.node, gate)
+
+
 def _callee_text(ctx: FileContext) -> Optional["re.Pattern[str]"]:
     """A pattern for the names through which this file may call a step function: its own
     functions that backpropagate, and imported names whose definitions may."""
