@@ -64,13 +64,11 @@ def setup_graphs(ctx: FileContext, cls: ast.ClassDef) -> dict[str, Write]:
 
 def walked_setup_graphs(ctx: FileContext) -> list[WalkedSetupGraph]:
     def compute() -> list[WalkedSetupGraph]:
-        steps = project_backwards(ctx)  # (first: a file's classes are many, the loops walking them few)
-        if not steps:
-            return []
         classes = {class_key(ctx, c): c for c in statement_index(ctx).classes}
         fields = {(key, attr): write for key, cls in classes.items() for attr, write in setup_graphs(ctx, cls).items()}
         if not fields:
             return []
+        steps = project_backwards(ctx)  # (after: it reads the loops of every file importing a class of this one)
         found: dict[Field, WalkedSetupGraph] = {}
         recomputed = _read_by_their_step_method(ctx)
         for step in steps:
