@@ -26,14 +26,15 @@ from fixer.analysis.scopes import CALLS, Scope, nodes_of, scope_nodes
 from fixer.context import FileContext
 
 MAX_DEPTH = 3  # helpers passing the flag on, followed this deep
-CREATE_GRAPH = re.compile(rb"create_graph")
+FORWARDED = rb"create_graph\s*=\s*(?!True\b|False\b|None\b)[A-Za-z_]"  # the flag given a name, not a constant
+CREATE_GRAPH, CREATE_GRAPH_TEXT = re.compile(FORWARDED), re.compile(FORWARDED.decode())
 
 
 def flag_calls(ctx: FileContext, scope: Scope) -> Iterator[tuple[ast.Call, str, ast.expr]]:
     """(call, the helper's flag, what the call gives it) for the calls in ``scope`` of helpers that
-    forward their flag and that the call leaves off. Only a helper whose file's text says
-    ``create_graph`` is resolved (a cheap test, with no parse, for an imported one)."""
-    here = "create_graph" in ctx.source
+    forward their flag and that the call leaves off. Only a helper whose file's text gives
+    ``create_graph`` a name is resolved (a cheap test, with no parse, for an imported one)."""
+    here = CREATE_GRAPH_TEXT.search(ctx.source) is not None
     imported = imported_names(ctx)
     for node in nodes_of(scope, CALLS):
         root = (dotted(node.func) or "").partition(".")[0]
