@@ -67,10 +67,11 @@ WATCHED_GAPS: dict[str, str] = {
         "dataclass_epoch_sums", "ledger_posts_tuple_of_terms", "meter_sums_dict_of_losses", "summary_reads_items_of_helper_dict",
         "helper_step_records_returned_terms", "step_function_feeds_tracker_argument", "trainer_feeds_tracker_field",
         "agent_loss_ema_through_previous_value", "tracker_blends_slot_into_itself", "trainer_holds_dataclass_loss_ema",
+        "meter_given_field_dict", "meter_two_calls_below_the_loop",
     )},
-    "missing_zero_grad/critic_method_beside_actor_zero_grad": (
-        "reported at the loop's call of the method that steps (`self.update_critic(...)`, where the run sees the step of "
-        "gradients accumulated over two iterations), the static rule at the step inside that method"
+    "grad_without_create_graph/helper_flag_left_off_in_another_file": (
+        "reported at the autograd.grad call in the helper's module, whose create_graph is the helper's parameter; the "
+        "static rule at the script's call that leaves the flag off"
     ),
     **{f"grad_without_create_graph/{name}": _NOT_A_SUM for name in (
         "maml_inner_loop", "maml_learner_map_lambda", "maml_several_inner_steps", "pinn_method_net_f", "pinn_ode_physics_loss",
