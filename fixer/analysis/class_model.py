@@ -152,47 +152,54 @@ def constructions(ctx: FileContext, cls: ast.ClassDef) -> Optional[list[ast.Call
     return ctx.memo(("constructions", id(cls)), compute)
 
 
-def _text_mentions(ctx: FileContext) -> dict[str, int]:
-    """How often the source text names each class of the file that an assignment constructs: an
-    upper bound of ``_mentions``, equal to it where no docstring, comment or string names it."""
-    def compute() -> dict[str, int]:
+def _name_matches(ctx: FileContext) -> list[tuple[int, str]]:
+    """(offset, name) of each whole-word mention in the source text of a class of the file that an
+    assignment constructs (one scan)."""
+    def compute() -> list[tuple[int, str]]:
         names = {c.name for c in statement_index(ctx).classes} & _assigned_calls(ctx).keys()
         if not names:
-            return {}
+            return []
         # the leading word boundary tested after each match: ``re`` tries a leading ``\b`` at every
         # character, but finds the names' first letters at once (a match inside a word never hides one)
         pattern, text = re.compile(r"(%s)\b" % "|".join(map(re.escape, sorted(names)))), ctx.source
-        return dict(collections.Counter(
-            m.group(1) for m in pattern.finditer(text) if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
-        ))
+        return [
+            (m.start(), m.group(1)) for m in pattern.finditer(text)
+            if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+        ]
 
-    return ctx.memo("class_text_mentions", compute)
+    return ctx.memo("class_name_matches", compute)
+
+
+def _text_mentions(ctx: FileContext) -> dict[str, int]:
+    """How often the source text names each class of the file that an assignment constructs: an
+    upper bound of ``_mentions``, equal to it where no docstring, comment or string names it."""
+    return dict(collections.Counter(name for _, name in _name_matches(ctx)))
 
 
 def _mentions(ctx: FileContext) -> dict[str, int]:
     """How often the code names each class of the file that an assignment constructs: the text's
-    count less the mentions in docstrings and comments (prose is no use of the class). A string
-    elsewhere that names it (``__all__``, ``getattr(module, "Net")``, a message) still counts."""
+    mentions less those in docstrings and on comment lines after the ``#`` (prose is no use of the
+    class). A string elsewhere that names it (``__all__``, ``getattr(module, "Net")``, a message)
+    still counts."""
     def compute() -> dict[str, int]:
-        counts = dict(_text_mentions(ctx))
-        if not counts:
-            return counts
-        pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(counts))))
-        spans = []
+        matches = _name_matches(ctx)
+        if not matches:
+            return {}
+        text, spans = ctx.source, []
         holders = {id(n): n for n in [ctx.tree, *(scope.node for scope in scopes(ctx)), *statement_index(ctx).classes]}
         for node in holders.values():
             body = getattr(node, "body", None)
             first = body[0] if body else None
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-                start, end = ctx.span(first.value)
-                spans.append((start, end))
-                for m in pattern.finditer(ctx.source, start, end):
-                    counts[m.group(1)] -= 1
-        for m in pattern.finditer(ctx.source):
-            line_start = ctx.source.rfind("\n", 0, m.start()) + 1
-            before = ctx.source[line_start:m.start()]
-            if "#" in before and "'" not in before and '"' not in before and not any(a <= m.start() < b for a, b in spans):
-                counts[m.group(1)] -= 1  # on a comment line, after its ``#``
+                spans.append(ctx.span(first.value))
+
+        def prose(start: int) -> bool:
+            before = text[text.rfind("\n", 0, start) + 1 : start]
+            return any(a <= start < b for a, b in spans) or "#" in before and "'" not in before and '"' not in before
+
+        counts = dict.fromkeys((name for _, name in matches), 0)
+        for start, name in matches:
+            counts[name] += 0 if prose(start) else 1
         return counts
 
     return ctx.memo("class_mentions", compute)

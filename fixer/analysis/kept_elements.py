@@ -29,13 +29,10 @@ from fixer.analysis.graph import Kind, facts
 from fixer.analysis.project_callers import project_call_sites, project_life_field, step_arguments
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.scopes import Scope, enclosing_loops, scopes
+from fixer.analysis.vocabulary import TENSOR_VIEWS
 from fixer.context import FileContext
 
 TENSOR_KINDS = frozenset({Kind.GRAPH, Kind.LEAF})
-# tensor methods that may return a view of their receiver (it keeps the base tensor alive)
-VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
-                   "t", "expand", "expand_as", "narrow", "select", "unbind", "split", "chunk", "contiguous", "to",
-                   "float", "double", "half", "type_as", "cpu", "cuda", "__getitem__"})
 MAX_CALL_DEPTH = 2  # step functions and methods between the store's call and the loop
 
 
@@ -76,7 +73,7 @@ def _kept_as_is(ctx: FileContext, element: ast.expr, stmt: ast.stmt) -> bool:
             return True
         if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
             return False
-        if isinstance(parent, ast.Call) and not (isinstance(parent.func, ast.Attribute) and parent.func.attr in VIEWS):
+        if isinstance(parent, ast.Call) and not (isinstance(parent.func, ast.Attribute) and parent.func.attr in TENSOR_VIEWS):
             return False
     return True
 

@@ -132,12 +132,18 @@ def _filled_on_demand(ctx: FileContext, cls: ast.ClassDef, helper: Scope, attr: 
     name = helper.node.name
     if class_importers(ctx, cls):
         return False  # another file may call it
-    calls = [(m, n) for m in class_methods(ctx, cls).values() if m is not helper for n in scope_nodes(m)
-             if isinstance(n, ast.Call) and dotted(n.func) == f"{m.self_name}.{name}"]
+    calls = _own_calls(ctx, helper)
     mentions = [n for n in walk(ctx.tree) if isinstance(n, ast.Attribute) and n.attr == name]
     if not calls or len(mentions) != len(calls):
         return False  # called from elsewhere, or passed on as a bound method
     return all(any(_position(r) < _position(c) for r in _reads(m, attr)) for m, c in calls)
+
+
+def _own_calls(ctx: FileContext, method: Scope) -> list[tuple[Scope, ast.Call]]:
+    """(caller, call) for each ``self.<method>(...)`` in the other methods of its class."""
+    name = method.node.name
+    return [(m, n) for m in class_methods(ctx, method.class_node).values() if m is not method for n in scope_nodes(m)
+            if isinstance(n, ast.Call) and dotted(n.func) == f"{m.self_name}.{name}"]
 
 
 def read_after(ctx: FileContext, method: Scope, attr: str, store: ast.Assign) -> bool:
@@ -145,8 +151,7 @@ def read_after(ctx: FileContext, method: Scope, attr: str, store: ast.Assign) ->
     fills the memo on demand) reads it after the call."""
     if any(_position(n) > (store.end_lineno, store.end_col_offset) for n in _reads(method, attr)):
         return True
-    callers = [(m, n) for m in class_methods(ctx, method.class_node).values() if m is not method for n in scope_nodes(m)
-               if isinstance(n, ast.Call) and dotted(n.func) == f"{m.self_name}.{method.node.name}"]
+    callers = _own_calls(ctx, method)
     return any(_position(r) > _position(c) for m, c in callers for r in _reads(m, attr))
 
 

@@ -6,8 +6,9 @@ The sequence methods (``list``, ``deque``) are named by nothing else a training 
 their name says what the call does. ``add``, ``put``, ``push`` and ``update`` are just as often
 methods of the program's own classes (a meter's ``update(loss)`` that keeps a float): an analysis
 reads them as container additions only where its receiver is known to be a container, or where
-being wrong only makes it more careful. Also torch.nn's classes: constructing one builds a module,
-which holds what it is given and computes nothing. Data only; no import from the rest of the analysis."""
+being wrong only makes it more careful. Also the tensor methods that may return a view, and
+torch.nn's classes: constructing one builds a module, which holds what it is given and computes
+nothing. Data only; no import from the rest of the analysis."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ KEYED_ADDS = frozenset({"setdefault", "__setitem__"})  # keeps a value under a k
 ADDS = SEQUENCE_ADDS | SET_ADDS | QUEUE_ADDS | MERGES | KEYED_ADDS  # every call that puts a value into a container
 REMOVES = frozenset({"pop", "popleft", "popitem", "remove", "discard", "clear"})
 CHANGES = ADDS | REMOVES  # every call that changes what a container holds
+
+# tensor methods that may return a view of their receiver (it keeps the base tensor, and its graph, alive)
+TENSOR_VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "permute",
+                          "transpose", "t", "expand", "expand_as", "narrow", "select", "unbind", "split", "chunk",
+                          "contiguous", "to", "float", "double", "half", "type_as", "cpu", "cuda", "__getitem__"})
 
 # ``torch.nn.Linear``, ``torch.nn.ParameterList``, ``torch.nn.utils.rnn.PackedSequence``: torch.nn names its
 # classes in CapWords and its functions in lower case (``torch.nn.functional.relu``)
