@@ -19,37 +19,35 @@ if TYPE_CHECKING:
 _options: tuple[Options, ...] = ()
 _record = False  # collect each analysis's dependencies (for the cache)
 INLINE_LIMIT = 8  # below this many files a process pool costs more than it saves
-# Parsing allocates ASTs by the million and almost none of them form cycles; at Python's default
-# (a young collection every 700 net allocations) the collector takes a third of a run's time.
-YOUNG_COLLECTION_EVERY = 10_000
+# The files are analysed without the automatic cycle collector. An analysis leaves almost no
+# cycles (its memos are cleared, tests/test_no_cycles.py; about one unreachable object a file on
+# torch's tree), yet the collector, woken by allocation counts, scanned every node of each imported
+# module's tree at least once (6 % of a run). A collection runs after a file only once the objects
+# kept since the last one pass this bound (a worker's whole run over torch's tree keeps about half):
+# what cycles there are stay bounded without scanning what is alive for good.
+KEPT_BEFORE_COLLECTION = 1_000_000
 
 
 def _init(options: tuple[Options, ...], record: bool = False) -> None:
     global _options, _record
     _options, _record = options, record
     gc.freeze()  # graphfix's own modules and options: never worth scanning again
-    gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
+    gc.disable()  # (a worker's whole life; the inline run restores the caller's collector after)
 
 
 def _work(item: tuple[str, int]) -> tuple[FileResult, dict[str, depends.Fingerprint]]:
     """The file's result and the files its analysis read (when recording, for the cache)."""
     path, which = item
     start = time.perf_counter()
-    # No collection while one file is analysed (its tree and facts would be scanned again and
-    # again, 15 % of a run): what it leaves in cycles is collected after it.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with depends.collect() if _record else contextlib.nullcontext({}) as found:
-            try:
-                result = process_file(path, _options[which])
-            except Exception as exc:  # never lose the whole run to one file
-                result = FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
-    finally:
-        if enabled:
-            gc.enable()
+    with depends.collect() if _record else contextlib.nullcontext({}) as found:
+        try:
+            result = process_file(path, _options[which])
+        except Exception as exc:  # never lose the whole run to one file
+            result = FileResult(path, errors=[f"internal error: {type(exc).__name__}: {exc}"], internal=True)
     result.seconds = time.perf_counter() - start
     forget_loaded()
+    if gc.get_count()[0] > KEPT_BEFORE_COLLECTION:  # (objects allocated and not yet freed since the last collection)
+        gc.collect()
     return result, found
 
 
@@ -107,9 +105,14 @@ def _analyse(items: list[tuple[str, int]], variants: tuple[Options, ...], jobs: 
     # never more workers than files, nor a fork bomb from a typo: at most 4 per core
     jobs = min(jobs if jobs > 0 else cores, len(items), 4 * cores)
     if jobs == 1 or len(items) < INLINE_LIMIT:
+        enabled = gc.isenabled()
         _init(variants, record)
-        for item in items:
-            yield _work(item)
+        try:
+            for item in items:
+                yield _work(item)
+        finally:
+            if enabled:
+                gc.enable()
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with multiprocessing.get_context(method).Pool(jobs, initializer=_init, initargs=(variants, record)) as pool:

@@ -60,7 +60,9 @@ def forget_loaded() -> None:
     the oldest half of the parsed project files once there are more than MAX_LOADED."""
     if len(_loaded) > MAX_LOADED:
         for path in list(_loaded)[: len(_loaded) // 2]:
-            del _loaded[path]
+            loaded, _ = _loaded.pop(path)
+            if loaded is not None:
+                loaded.cache.clear()  # its answers may refer back to it: freed now, with no cycle collection
 
 
 @depends.remembered
