@@ -43,7 +43,9 @@ def repeated_backwards(ctx: FileContext, scope: Scope) -> Iterator[Repeat]:
     calls = sorted(direct + list(helpers) + list(returning), key=lambda c: (c.node.lineno, c.node.col_offset))
     following = same_pass_later(ctx, scope, [ctx.statement_of(c.node) for c in calls], allow_first_loop=True)  # the only later calls to ask
     for index, call in enumerate(calls):
-        if retains_graph(call) or not (saves_surely(*returning[call]) if call in returning else saves_surely(ctx, scope, call)):
+        if not following[index] or retains_graph(call):
+            continue  # (before the graph's origins are asked: no later backward to repeat it)
+        if not (saves_surely(*returning[call]) if call in returning else saves_surely(ctx, scope, call)):
             continue
         stmt = ctx.statement_of(call.node)
         for later in (calls[i] for i in following[index]):

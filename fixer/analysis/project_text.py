@@ -189,6 +189,16 @@ def file_matches(path: str, pattern: "re.Pattern[bytes]") -> bool:
 def neighbour_files(here: str) -> tuple[str, ...]:
     """The Python files of the module's folder, of each package folder above it and of the folder
     holding its top package, within the project's bound; at most MAX_NEIGHBOURS."""
+    found: list[str] = []
+    for folder in _neighbour_folders(here):
+        found += _folder_modules(folder)
+    return tuple(found[:MAX_NEIGHBOURS])
+
+
+@depends.remembered
+def _neighbour_folders(here: str) -> tuple[str, ...]:
+    """The module's folder, each package folder above it and the folder holding its top package,
+    within the project's bound, nearest first."""
     folder = os.path.dirname(here)
     bound = bound_of(folder)
     folders = [folder]
@@ -198,12 +208,15 @@ def neighbour_files(here: str) -> tuple[str, ...]:
             break
         folder = parent
         folders.append(folder)
-    found: list[str] = []
-    for each in folders:
-        names = depends.python_files(each)
-        depends.modules_listed(each, names)
-        found += [os.path.join(each, n) for n in names]
-    return tuple(found[:MAX_NEIGHBOURS])
+    return tuple(folders)
+
+
+@depends.remembered
+def _folder_modules(folder: str) -> tuple[str, ...]:
+    """The Python files of one folder (listed once a process: every folder below it asks)."""
+    names = depends.python_files(folder)
+    depends.modules_listed(folder, names)
+    return tuple(os.path.join(folder, n) for n in names)
 
 
 def imported_by_matching(path: str, pattern: "re.Pattern[bytes]") -> bool:
@@ -220,8 +233,26 @@ def imported_by_matching(path: str, pattern: "re.Pattern[bytes]") -> bool:
 
 @depends.remembered
 def _imported_by(here: str, pattern: "re.Pattern[bytes]", root: Optional[str]) -> frozenset[str]:
-    """The modules the files around ``here`` that match ``pattern`` import (per folder and run)."""
-    return frozenset().union(*(_training_imports(path, pattern, root) for path in neighbour_files(here)))
+    """The modules the files around ``here`` (``neighbour_files``) that match ``pattern`` import
+    (per folder and run): each folder's answer is made once, for every folder below it."""
+    found: set[str] = set()
+    left = MAX_NEIGHBOURS
+    for folder in _neighbour_folders(here):
+        files = _folder_modules(folder)
+        if len(files) <= left:
+            found |= _folder_training_imports(folder, pattern, root)
+        else:  # the last folder the bound leaves room for, in part
+            for path in files[:left]:
+                found |= _training_imports(path, pattern, root)
+        left -= min(left, len(files))
+        if not left:
+            break
+    return frozenset(found)
+
+
+@depends.remembered
+def _folder_training_imports(folder: str, pattern: "re.Pattern[bytes]", root: Optional[str]) -> frozenset[str]:
+    return frozenset().union(*(_training_imports(path, pattern, root) for path in _folder_modules(folder)))
 
 
 @depends.remembered
