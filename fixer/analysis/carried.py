@@ -27,11 +27,12 @@ from fixer.analysis.carried_shape import initial_value, shape_of
 from fixer.analysis.carried_guards import carries_graph, cut_somewhere, inplace_alias_cut, invariant_definitions, reset_by_call_before
 from fixer.analysis.carried_flow import Feeding, always_runs, runs_on_every_pass, blocks_around, contains, dominates, surely_defines, end_position, inside, mutated_base, names_in, nodes_inside, position, statement_effect
 from fixer.analysis.graph import GraphFacts, facts
+from fixer.analysis.method_stores import method_stores
 from fixer.analysis.names import dotted
 from fixer.analysis.object_fields import RESETS, field_initials, is_container, is_empty_container, managed_elsewhere, object_manages, project_object_class
 from fixer.analysis.passes import pass_body
 from fixer.analysis.returned_reads import read_names
-from fixer.analysis.scopes import Scope, enclosing_loops, scope_nodes, scopes
+from fixer.analysis.scopes import Scope, enclosing_loops, nodes_of, scope_nodes, scopes
 from fixer.analysis.project_callers import project_call_sites
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.threaded import persistent_argument, returned_into
@@ -40,6 +41,7 @@ from fixer.context import FileContext
 from fixer.analysis.vocabulary import SEQUENCE_ADDS_ONE
 
 CONTAINER_STORES = SEQUENCE_ADDS_ONE
+CALL_STATEMENTS = frozenset({ast.Expr})
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,11 @@ def _stored_names(ctx: FileContext, graph: GraphFacts, it: Iteration) -> dict[st
     for name, (s, v) in graph.assigned_within(it.node):  # by position: not every assignment of the scope for each loop
         if name.startswith(prefix) and name.count(".") <= 1 and inside(ctx, s, it.node):
             stored.setdefault(name, []).append((s, v))
+    for stmt in nodes_of(scope, CALL_STATEMENTS):  # ``state.update(h)``: a method's store, as ``state.hidden = h``
+        if inside(ctx, stmt, it.node):
+            for write in method_stores(ctx, scope, stmt):
+                if write.name.startswith(prefix) and write.name.count(".") == 1:
+                    stored[write.name] = sorted([*stored.get(write.name, []), (stmt, write.value)], key=lambda d: position(d[0]))
     return stored
 
 
@@ -292,7 +299,7 @@ def _carried_name(ctx, scope, graph, it, feeding, body_nodes, name, defs) -> Opt
     if isinstance(it.node, (ast.For, ast.AsyncFor)) and name in statement_effect(it.node)[0]:
         return None  # rebound by the loop header before every pass
     first_read = flowing = None
-    memo: dict[int, bool] = {}
+    memo = {id(s): any(w.surely for w in method_stores(ctx, scope, s) if w.name == name) for s, _ in defs if isinstance(s, ast.Expr)}
     defining = [(s, blocks_around(ctx, s)) for s in _defining_statements(ctx, it, defs) if surely_defines(s, name, memo)]
     for read in _reads(body_nodes, name):
         at = position(read)
@@ -341,7 +348,7 @@ def _defining_statements(ctx: FileContext, it: Iteration, defs) -> list[ast.AST]
 def _freed_by_own_pass(stmt: ast.AST, value: ast.expr, name: str, feeding: Feeding) -> bool:
     """The stored value's graph is backpropagated in the pass that stores it, or the value is
     built from its own previous value (a chain whose older links an earlier backward freed)."""
-    defined, _ = statement_effect(stmt)
+    defined = statement_effect(stmt)[0] | ({name} if isinstance(stmt, ast.Expr) else set())  # (a method's store defines it)
     mentioned = names_in(value)
     return bool((defined | mentioned) & feeding.live) or name in mentioned
 

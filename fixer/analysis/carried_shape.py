@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Optional
 
 from fixer.analysis.call_sites import argument_of, call_sites, parameter_position
 from fixer.analysis.carried_flow import end_position, inside, position
-from fixer.analysis.class_model import construction_argument
+from fixer.analysis.arguments import bound_arguments
+from fixer.analysis.callees import instance_class
+from fixer.analysis.class_model import class_methods, construction_argument
 from fixer.analysis.graph import CREATION, GraphFacts, facts
 from fixer.analysis.module_forwards import forward_scope, given_for_life
 from fixer.analysis.names import dotted, qualified
@@ -61,7 +63,26 @@ def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iterat
     node = scope.node
     if not isinstance(node, ast.Module) and name in {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}:
         return (initial_argument(ctx, scope, name) if it.node is node else None), True
-    return None, False
+    return _constructed_field(ctx, graph, it.node, name) or (None, False)
+
+
+def _constructed_field(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name: str) -> Optional[tuple[Optional[ast.expr], bool]]:
+    """A field of an object the scope constructs before the loop (``state = State(h0)``, its last
+    binding there) whose class, of this file, sets it in the body of ``__init__`` on every
+    construction (``self.hidden = hidden``): what the construction gives it (the argument for a
+    parameter stored as it is, else the value ``__init__`` stores), and whether the construction
+    surely runs before the loop."""
+    owner, _, attr = name.partition(".")
+    before = _value_before(ctx, graph, loop, owner) if attr and "." not in attr else None
+    cls = instance_class(ctx, before[0]) if before is not None else None
+    init = class_methods(ctx, cls).get("__init__") if cls is not None else None
+    if init is None or init.self_name is None:
+        return None
+    for stmt in init.body:
+        if isinstance(stmt, ast.Assign) and any(dotted(t) == f"{init.self_name}.{attr}" for t in stmt.targets):
+            given = dict(bound_arguments(init, before[0])).get(stmt.value.id) if isinstance(stmt.value, ast.Name) else None
+            return given or stmt.value, before[1]
+    return None
 
 
 def _value_before(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name: str) -> Optional[tuple[Optional[ast.expr], bool]]:
