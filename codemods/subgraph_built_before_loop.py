@@ -8,9 +8,11 @@ The graph of `y` is built once and shared by every iteration's graph. The first 
 frees its saved tensors, so the second iteration raises "Trying to backward through the graph a
 second time". When an optimizer updates the leaves of `y` in the loop, `y` would also be stale:
 it holds the values of the leaves before the first update, so the loss never sees the update.
-Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, module calls);
-`y = a + b`, sums, views and indexing save nothing, can be backpropagated again and are not
-reported. Uses under `.detach()` do not count, and a loop of discriminator steps on a generator
+Only ops that save tensors make this fail (`@`, `*`, `/`, `**`, nonlinearities, module calls,
+indexing by a tensor, a list or a mask: `emb = C[X]` saves `X`); `y = a + b`, sums, views, slices
+and integer indexing save nothing, can be backpropagated again and are not reported. A tensor made
+to require grad after its creation (`for p in [C, W]: p.requires_grad = True`) is a leaf from
+then on. Uses under `.detach()` do not count, and a loop of discriminator steps on a generator
 output built before it is left to GF103 (the fix there is `fake.detach()`, not a recompute).
 
 "Before the loop" includes the last pass of an earlier loop of the same block (`fake = netG(z)`

@@ -18,6 +18,7 @@ from fixer.analysis.assignments import scope_assignments
 from fixer.analysis.callees import called_function
 from fixer.analysis.calls import AUTOGRAD_BACKWARD, AUTOGRAD_GRAD, written_backward_calls
 from fixer.analysis.evidence import built_graph
+from fixer.analysis.grad_flips import flipped_before
 from fixer.analysis.held_values import held_name
 from fixer.analysis.module_forwards import forward_scope
 from fixer.analysis.module_values import PARAMETER, holds_module, module_argument
@@ -191,6 +192,8 @@ class GraphFacts:
             result = _max(self._kind_of_definition(name, stmt, value, seen) for stmt, value in defs)
         else:
             result = self.bound.get(name, Kind.UNKNOWN if "." in name or name in self._parameters() else Kind.NONE)
+        if result == Kind.NONE and defs and flipped_before(self.ctx, self.scope, name, at):
+            result = Kind.LEAF  # ``C = torch.randn(...)``, then ``for p in [C, W]: p.requires_grad = True``
         if result == Kind.UNKNOWN and name in self.backwarded:
             result = Kind.GRAPH
             self._duck_typed.add(key)  # known only by its `.backward()`: maybe not a tensor

@@ -29,6 +29,7 @@ from fixer.analysis.names import dotted, qualified
 from fixer.analysis.no_grad import under_no_grad
 from fixer.analysis.passes import is_pass_filter
 from fixer.analysis.scopes import LOOPS, Scope, enclosing_block
+from fixer.analysis.tensor_indexing import indexes_by_tensor
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -185,7 +186,7 @@ class _Tracer:
         for node in flowing_nodes(self.ctx, expr, names=False):
             if isinstance(node, ast.BinOp) and isinstance(node.op, SAVING_OPERATORS):
                 return True
-            if isinstance(node, ast.Subscript) and self._indexes_by_tensor(node):
+            if isinstance(node, ast.Subscript) and self.carries(node.value, node) and indexes_by_tensor(self.ctx, self.facts, node):
                 return True  # ``x[mask]``, ``x[idx]``: advanced indexing saves its index
             if not isinstance(node, ast.Call):
                 continue
@@ -203,20 +204,6 @@ class _Tracer:
             receiver = node.func.value if isinstance(node.func, ast.Attribute) else None  # (a graph's, or a leaf's)
             torch_op = name.startswith("torch.") or receiver is not None and (self.carries(receiver, node) or self.facts.kind(receiver, node) == Kind.LEAF)
             if torch_op and method not in NON_SAVING and method not in DETACHING_METHODS:
-                return True
-        return False
-
-    def _indexes_by_tensor(self, node: ast.Subscript) -> bool:
-        """A subscript of a graph-carrying tensor by a boolean mask (a comparison), a list, or a
-        tensor a torch function makes (``torch.randperm(n)[:k]``, ``torch.nonzero(m)``)."""
-        if not self.carries(node.value, node):
-            return False
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        for part in parts:
-            inner = part.value if isinstance(part, ast.Subscript) else part
-            if isinstance(inner, (ast.Compare, ast.List)):
-                return True
-            if isinstance(inner, ast.Call) and (qualified(self.ctx, inner.func) or "").startswith("torch."):
                 return True
         return False
 
