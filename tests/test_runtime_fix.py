@@ -48,10 +48,6 @@ KNOWN_GAPS: dict[str, str] = {
         "pinn_method_net_f", "pinn_ode_physics_loss",
     )},
     "loss_accumulated_with_graph/trainer_metric_lists": _NOT_SEEN,
-    "grad_without_create_graph/helper_flag_left_off_in_another_file": (
-        "diagnosed at the autograd.grad call in the helper's module, whose create_graph is a parameter: the edit belongs "
-        "at the script's call that leaves it off, where the static GF107 writes it"
-    ),
     "fake_not_detached_for_discriminator/retain_graph_band_aid": _NOT_SEEN.replace("WATCHED_GAPS", "SILENT_GAPS"),
 }
 CASES = [c for c in discover() if c.rule_module in RULES + WATCHED and c.before]

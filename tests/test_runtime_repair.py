@@ -176,6 +176,24 @@ def test_builders_for_keywords(tmp_path: Path) -> None:
     assert _titles(tmp_path, text, penalty) == [("create_graph=True at line 1", "(g,) = torch.autograd.grad(out.sum(), x, create_graph=True)\n")]
 
 
+def test_a_flag_passed_on_is_turned_on_where_a_caller_leaves_it_off(tmp_path: Path) -> None:
+    text = (
+        "def grads(net, x, smooth=False):\n"
+        "    return torch.autograd.grad(net(x).sum(), x, create_graph=smooth)\n"
+        "def penalty(net, x, smooth=False):\n"
+        "    return grads(net, x, smooth=smooth)[0].pow(2).sum()\n"
+        "loss = penalty(net, x)\n"
+        "kept = penalty(net, x, False)\n"
+        "asked = penalty(net, x, smooth=flag)\n"
+    )
+    chain = [Piece("gradient taken", "", 2, 1, ""), Piece("called from", "", 4, 1, "")]
+    found = _titles(tmp_path, text, Finding("GF107", "", "", 2, 0, "", (*chain, Piece("called from", "", 5, 1, ""))))
+    assert found == [("pass smooth=True at line 5 (the flag the create_graph of line 2 is given)", text.replace("penalty(net, x)\n", "penalty(net, x, smooth=True)\n"))]
+    found = _titles(tmp_path, text, Finding("GF107", "", "", 2, 0, "", (*chain, Piece("called from", "", 6, 1, ""))))
+    assert [fixed for _, fixed in found] == [text.replace("penalty(net, x, False)", "penalty(net, x, True)")]
+    assert _titles(tmp_path, text, Finding("GF107", "", "", 2, 0, "", (*chain, Piece("called from", "", 7, 1, "")))) == []  # the caller's own choice
+
+
 def test_diff_shows_the_proven_repair_and_leaves_the_file(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
     shutil.copyfile(PROGRAMS / "retained_in_method.py", path)

@@ -31,6 +31,7 @@ LINEAR = {"AddBackward0", "AddBackward1", "SubBackward0", "SubBackward1", "RsubB
           "SumBackward0", "SumBackward1", "MeanBackward0", "MeanBackward1"}  # fmt: skip
 SCALING = {"MulBackward0", "MulBackward1", "DivBackward0", "DivBackward1"}  # linear when one side is a constant
 KEY = "graphfix.penalty"
+CALLERS = 3  # calls above the gradient's `grad` kept as evidence
 NO_GRAPH = "does not require grad and does not have a grad_fn"
 
 
@@ -130,7 +131,7 @@ class Penalty(Observer):
             f"the gradients taken here without create_graph=True are constants, so the {call.kind} at line "
             f"{failed.line} has no graph to walk: pass create_graph=True"
         )
-        return Finding.at("GF107", message, grad, error, [grad, failed])
+        return Finding.at("GF107", message, grad, error, [grad, *_callers(origin), failed])
 
     def _report(self, origin: Any, joined: Any, call: Any) -> None:
         if origin.stack in self._reported:
@@ -145,7 +146,14 @@ class Penalty(Observer):
             f"the gradients taken here without create_graph=True are constants: the term built from them (line "
             f"{added.line}) changes no gradient of the backward at line {back.line}: pass create_graph=True"
         )
-        self.findings.append(Finding.at("GF107", message, grad, "", [grad, added, back]))
+        self.findings.append(Finding.at("GF107", message, grad, "", [grad, *_callers(origin), added, back]))
+
+
+def _callers(origin: Any) -> list[Piece]:
+    """The calls that led to the gradient's ``grad`` call, innermost first (CALLERS of them): a
+    helper that passes its own parameter on as ``create_graph`` leaves the flag to them."""
+    found = (Piece.at("called from", origin.stack, origin.iteration + 1, level) for level in range(1, min(CALLERS + 1, len(origin.stack))))
+    return [p for p in found if p is not None]
 
 
 def _through_linear(root: Any) -> Optional[Any]:
