@@ -14,6 +14,7 @@ from fixer.analysis.arguments import bound_arguments
 from fixer.analysis.callees import instance_class
 from fixer.analysis.class_model import class_methods, construction_argument
 from fixer.analysis.graph import CREATION, GraphFacts, facts
+from fixer.analysis.imported_definitions import imported_class
 from fixer.analysis.module_forwards import forward_scope, given_for_life
 from fixer.analysis.names import dotted, qualified
 from fixer.analysis.scopes import RETURNS, Scope, enclosing_loops, nodes_of, scope_nodes, scope_of, scopes, statement_index
@@ -68,14 +69,16 @@ def initial_value(ctx: FileContext, scope: Scope, graph: GraphFacts, it: "Iterat
 
 def _constructed_field(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name: str) -> Optional[tuple[Optional[ast.expr], bool]]:
     """A field of an object the scope constructs before the loop (``state = State(h0)``, its last
-    binding there) whose class, of this file, sets it in the body of ``__init__`` on every
+    binding there) whose class, of this file or another project file, sets it in the body of ``__init__`` on every
     construction (``self.hidden = hidden``): what the construction gives it (the argument for a
     parameter stored as it is, else the value ``__init__`` stores), and whether the construction
     surely runs before the loop."""
     owner, _, attr = name.partition(".")
     before = _value_before(ctx, graph, loop, owner) if attr and "." not in attr else None
-    cls = instance_class(ctx, before[0]) if before is not None else None
-    init = class_methods(ctx, cls).get("__init__") if cls is not None else None
+    made = before[0] if before is not None and isinstance(before[0], ast.Call) else None
+    local = instance_class(ctx, made)
+    home, cls = (ctx, local) if local is not None or made is None else imported_class(ctx, qualified(ctx, made.func) or "") or (ctx, None)
+    init = class_methods(home, cls).get("__init__") if cls is not None else None
     if init is None or init.self_name is None:
         return None
     for stmt in init.body:
