@@ -5,7 +5,9 @@ stats["loss"] + (1 - m) * loss`, `losses.append(loss)`, `preds.extend(out)`,
 `preds = torch.cat((preds, out))`, `self.total += loss`, an average meter's
 `losses.update(loss, n)` or `meters["loss"].update(loss, n)` (an object whose class, read in the
 project, keeps the argument in `update`: `self.sum += val * n`; a class it cannot read is no
-meter, whatever its name), a record
+meter, whatever its name; an `update` that also keeps another argument, `stats.update(loss,
+parts)` summing the elements of `parts` too, is reported without a fix: converting one argument
+would leave the other's graphs kept), a record
 `history.append({"loss": loss})`, `losses.append(agent.update(batch))` whose method (of a class
 of this file or imported from another project file) returns the loss it backpropagated) in a
 training loop that
@@ -128,6 +130,14 @@ class LossAccumulatedWithGraph(Rule):
             )
         part = parts[0]
         new = _detached(ctx, part, found.method)
+        if found.also_kept:  # (one argument converted would leave the others' graphs kept)
+            others = ", ".join(f"`{ctx.text(a)}`" for a in found.also_kept)
+            return self.diagnostic(
+                ctx,
+                stmt,
+                f"`{accumulator}` accumulates `{ctx.text(part)}` with its autograd graph, and its update keeps {others} too, "
+                "keeping every iteration's graph alive; keep numbers or detached tensors of every value it is given",
+            )
         if may_be_container(ctx, scope, part):
             return self.diagnostic(  # (a dict or a list of tensors: no `.detach()` of its own)
                 ctx,

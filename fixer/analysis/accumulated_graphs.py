@@ -28,6 +28,7 @@ from fixer.analysis.accumulations import (
 from fixer.analysis.calls import BACKWARD_TEXT, training_call_text
 from fixer.analysis.graph import facts
 from fixer.analysis.held_values import held_name
+from fixer.analysis.meters import is_meter
 from fixer.analysis.importers import project_constructions
 from fixer.analysis.names import dotted
 from fixer.analysis.no_grad import under_no_grad
@@ -46,6 +47,7 @@ class Accumulated(NamedTuple):
     parts: list[ast.expr]  # the added values (a record's values) that carry the graph
     record: bool  # a record (``{"loss": loss}``) whose graph-carrying values are kept
     method: str  # "item" for a scalar loss totalled as a number, else "detach"
+    also_kept: tuple[ast.expr, ...] = ()  # a meter's other arguments its update keeps with their graph (no fix of one alone)
 
 
 def accumulated_graphs(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
@@ -105,7 +107,9 @@ def _candidates(ctx: FileContext, scope: Scope) -> Iterator[Accumulated]:
             continue
         numeric = is_meter_update(node) or numeric_use(ctx, scope, graph, accumulator, node)
         scalar = scalar_loss(ctx, scope, part) or full_reduction(ctx, scope, graph, part, stmt)
-        yield Accumulated(stmt, accumulator, [part], False, "item" if scalar and numeric and not evaluation else "detach")
+        also = tuple(a for i, a in enumerate(node.value.args[1:], 1) if is_meter(node.value.func.value, graph, i) and graph.carries_graph(a, stmt)) \
+            if is_meter_update(node) else ()
+        yield Accumulated(stmt, accumulator, [part], False, "item" if scalar and numeric and not evaluation else "detach", also)
 
 
 def _may_update_parameters(ctx: FileContext, scope: Scope, region: ast.AST, depth: int = MAX_DEPTH) -> bool:

@@ -1,10 +1,10 @@
 """Instances of this file's classes, judged by their methods' bodies, never by the class name
 (``callees.instance_class`` finds the class a call ``Cls(...)`` instantiates).
 
-``keeps_argument(ctx, cls, method)`` says whether ``obj.method(value, ...)`` stores its first
-argument (or something computed from it) on the object: ``self.sum += value * n`` keeps it,
-``self.sum += value.item() * n`` or ``self.total += float(value)`` does not. None when the method
-cannot be seen."""
+``keeps_argument(ctx, cls, method, index)`` says whether ``obj.method(value, ...)`` stores its
+argument at ``index`` (the first by default; or something computed from it) on the object:
+``self.sum += value * n`` keeps it, ``self.sum += value.item() * n`` or ``self.total +=
+float(value)`` does not. None when the method cannot be seen."""
 
 from __future__ import annotations
 
@@ -21,15 +21,15 @@ from fixer.analysis.vocabulary import MERGES, SEQUENCE_ADDS, SET_ADDS
 STORING_METHODS = SEQUENCE_ADDS | SET_ADDS | MERGES
 
 
-def keeps_argument(ctx: FileContext, cls: ast.ClassDef, method: str) -> Optional[bool]:
+def keeps_argument(ctx: FileContext, cls: ast.ClassDef, method: str, index: int = 0) -> Optional[bool]:
     scope = next((s for s in scopes(ctx) if s.class_node is cls and getattr(s.node, "name", None) == method), None)
     if scope is None or not scope.self_name:
         return None
     params = [a.arg for a in scope.node.args.posonlyargs + scope.node.args.args][1:]
-    if not params:
+    if len(params) <= index:
         return False
     nodes = scope_nodes(scope)
-    derived = {params[0]}  # the argument and the local names computed from it
+    derived = {params[index]}  # the argument and the local names computed from it
     changed = True
     while changed:
         changed = False

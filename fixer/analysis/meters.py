@@ -3,11 +3,14 @@
 ``is_meter(receiver, graph)`` judges ``receiver`` of ``receiver.update(...)`` by what it is bound
 to: an instance of a project class is a meter when its ``update`` keeps its first argument
 (``instances.keeps_argument``), whatever the names say; a dict of such instances holds meters. A
-class graphfix cannot read (another package's) is unknown: no meter, whatever its name."""
+class graphfix cannot read (another package's) is unknown: no meter, whatever its name. With
+``index``, the same question of the update's argument at that position (``stats.update(loss,
+parts)`` whose ``update`` also sums the elements of ``parts``)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Optional
 
 from fixer.analysis.assignments import scope_assignments
@@ -23,13 +26,13 @@ from fixer.analysis.threaded import argument_values
 from fixer.context import FileContext
 
 
-def is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
+def is_meter(receiver: ast.expr, graph: Optional[GraphFacts], index: int = 0) -> bool:
     """An average meter (``losses = AverageMeter()``, ``meters["loss"]`` of ``meters =
     {"loss": AverageMeter()}``, a parameter or field given one): its ``update`` sums the value."""
     holder = container(receiver)
     name = dotted(holder)
     defs = graph.assignments.get(name, []) if graph and name else []
-    judge = _meter_values if isinstance(receiver, ast.Subscript) else _is_meter_call
+    judge = functools.partial(_meter_values if isinstance(receiver, ast.Subscript) else _is_meter_call, index=index)
     values = [v for _, v in defs]
     if graph and not defs and name and graph.scope is not None:  # a parameter: what the callers pass
         values = argument_values(graph.ctx, graph.scope, name) or []
@@ -49,26 +52,26 @@ def is_meter(receiver: ast.expr, graph: Optional[GraphFacts]) -> bool:
     return False
 
 
-def _is_meter_call(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
+def _is_meter_call(ctx: FileContext, value: Optional[ast.expr], index: int = 0) -> Optional[bool]:
     """``Meter()``: its class's ``update`` keeps the value (a class of this file or of another
     project file); None when the class cannot be read."""
     cls = instance_class(ctx, value)
-    kept = keeps_argument(ctx, cls, "update") if cls is not None else None
+    kept = keeps_argument(ctx, cls, "update", index) if cls is not None else None
     if cls is None and isinstance(value, ast.Call):  # a class of another project file, read there
         found = imported_class(ctx, qualified(ctx, value.func) or "")
-        kept = keeps_argument(found[0], found[1], "update") if found is not None else None
+        kept = keeps_argument(found[0], found[1], "update", index) if found is not None else None
     if kept is not None:
         return kept
     return None
 
 
-def _meter_values(ctx: FileContext, value: Optional[ast.expr]) -> Optional[bool]:
+def _meter_values(ctx: FileContext, value: Optional[ast.expr], index: int = 0) -> Optional[bool]:
     """``{"loss": AverageMeter(), ...}``, ``{k: AverageMeter() for k in names}`` (maybe in
     ``OrderedDict(...)``): a dict of meters, as ``_is_meter_call`` judges its values."""
     if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
     values = value.values if isinstance(value, ast.Dict) else [value.value] if isinstance(value, ast.DictComp) else []
-    verdicts = [_is_meter_call(ctx, v) for v in values]
+    verdicts = [_is_meter_call(ctx, v, index) for v in values]
     if False in verdicts:
         return False
     return True if verdicts and None not in verdicts else None
