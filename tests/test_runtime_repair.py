@@ -136,6 +136,25 @@ def test_a_gradient_that_vanishes_late_in_both_runs_is_no_loss() -> None:
     )
 
 
+def test_a_run_failing_before_its_first_step_is_judged_by_what_its_backward_reached() -> None:
+    """The first backward reached the encoder's and the head's parameters, then the program failed
+    before any step: a repair under which the encoder never gets a gradient cut it off."""
+    both = ("parameter 1 (4,)", "parameter 2 (1, 4)")
+    first = Outcome([], 1, 0, iterations=1, direct=frozenset(both))
+    assert judge(first, _summary(graded=both), FINDING) is None
+    assert judge(first, _summary(graded=both[1:]), FINDING) == "1 parameter(s) trained by the first run get no gradient now (parameter 1 (4,))"
+
+
+def test_builders_sum_two_backwards_with_the_second_loss_built_between(tmp_path: Path) -> None:
+    text = "def step(self, h, y):\n    aux = self.aux(h)\n    aux.backward()\n    main = self.loss(h, y)\n    main.mean().backward()\n"
+    pieces = (Piece("first backward", "", 3, 1, ""),)
+    found = [t for t in _titles(tmp_path, text, Finding("GF105", "", "", 3, 0, "e", pieces)) if t[0].startswith("backpropagate")]
+    assert found == [("backpropagate `aux` and `main.mean()` once, summed (lines 3-5)",
+                      "def step(self, h, y):\n    aux = self.aux(h)\n    main = self.loss(h, y)\n    (main.mean() + aux).backward()\n")]
+    stepped = text.replace("    main = self.loss(h, y)\n", "    self.opt.step()\n    main = self.loss(h, y)\n")
+    assert not [t for t in _titles(tmp_path, stepped, Finding("GF105", "", "", 3, 0, "e", pieces)) if t[0].startswith("backpropagate")]
+
+
 def test_a_new_finding_elsewhere_is_the_next_rounds_work() -> None:
     other = {**vars(FINDING), "line": 12, "evidence": []}
     assert judge(_first(), _summary(exit_code=1, stopped=False, findings=1, found=(other,)), FINDING) is None

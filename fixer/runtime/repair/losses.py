@@ -4,9 +4,11 @@
   whose graph the first backward freed, while the same expression was computed again after that
   backward (``outputs = self.module(ids)``) and left unused: the use takes the fresh value (an
   adversarial step's loss from the perturbed forward pass);
-- **sum the losses and backpropagate once**: two backward calls of the same form, one right after
-  the other (``opt.backward(loss1)``, ``opt.backward(loss2)``; ``a.backward()``, ``b.backward()``),
-  become one call on the sum."""
+- **sum the losses and backpropagate once**: two backward calls of the same form, the second the
+  next backward of the block with nothing between that reads or changes gradients
+  (``opt.backward(loss1)``, ``opt.backward(loss2)``; ``a.backward()``, ``b = f(x)``,
+  ``b.backward()``), become one call on the sum, where the second one is (where the first is when
+  they are adjacent)."""
 
 from __future__ import annotations
 
@@ -70,15 +72,38 @@ def sum_losses(finding: Finding, first: Piece) -> Iterator[Candidate]:
     form = _backward_form(ctx, stmt) if stmt is not None else None
     parent = ctx.parent(stmt) if form is not None else None
     body = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and stmt in b), None)
-    if body is None or body.index(stmt) + 1 == len(body):
+    if body is None or "retain_graph" in form[0]:
         return
-    second = body[body.index(stmt) + 1]
-    other = _backward_form(ctx, second)
-    if other is None or other[0] != form[0] or "retain_graph" in form[0]:
+    later = _next_backward(ctx, body, body.index(stmt), form)
+    if later is None:
         return
+    second, other = later
     one, two = ctx.text(form[1]), ctx.text(other[1])
-    total = f"({one} + {two})" if form[0].startswith("?.") else f"{one} + {two}"
-    removed = Edit(ctx.line_start(second.lineno), ctx.line_end(second.end_lineno), "")
-    found = candidate(f"backpropagate `{one}` and `{two}` once, summed (lines {stmt.lineno}-{second.lineno})", ctx, [replace_edit(ctx, form[1], total), removed], finding)
+    if second is body[body.index(stmt) + 1]:  # right after it: the sum where the first one was
+        total = f"({one} + {two})" if form[0].startswith("?.") else f"{one} + {two}"
+        edits = [replace_edit(ctx, form[1], total), Edit(ctx.line_start(second.lineno), ctx.line_end(second.end_lineno), "")]
+    else:  # the second loss is built after the first backward: the sum where the second one is
+        total = f"({two} + {one})" if form[0].startswith("?.") else f"{two} + {one}"
+        edits = [Edit(ctx.line_start(stmt.lineno), ctx.line_end(stmt.end_lineno), ""), replace_edit(ctx, other[1], total)]
+    found = candidate(f"backpropagate `{one}` and `{two}` once, summed (lines {stmt.lineno}-{second.lineno})", ctx, edits, finding)
     if found is not None:
         yield found
+
+
+def _next_backward(ctx: FileContext, body: list[ast.stmt], index: int, form) -> Optional[tuple[ast.stmt, tuple]]:
+    """The next statement of ``body`` after ``body[index]`` that backpropagates in the same form,
+    when nothing between reads or changes gradients (a step, a ``zero_grad``, a clip, ``.grad``,
+    another backward) nor rebinds a name of the first loss: the two backward calls then add the
+    same gradients as one call on the sum."""
+    names = {n.id for n in walk(form[1]) if isinstance(n, ast.Name)}
+    for stmt in body[index + 1 :]:
+        other = _backward_form(ctx, stmt)
+        if other is not None:
+            return (stmt, other) if other[0] == form[0] else None
+        for node in walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in GRADIENT_USES or isinstance(node, ast.Name) and node.id in names and not isinstance(node.ctx, ast.Load):
+                return None
+    return None
+
+
+GRADIENT_USES = frozenset({"grad", "step", "zero_grad", "backward", "clip_grad_norm_", "clip_grad_value_", "unscale_"})
