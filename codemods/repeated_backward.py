@@ -3,7 +3,8 @@ Finds a tensor that is backpropagated a second time: `loss.backward()` twice wit
 `loss` between, or an extra `loss.backward()` right after a gradient-accumulation loop that
 already backpropagated every micro-batch's `loss` (it walks the last one's graph again); also
 `loss = step(batch)` followed by `loss.backward()` where `step` (of this file or another project
-file) backpropagates and returns that very loss. It only
+file) backpropagates and returns that very loss, on every call or under a flag the call leaves on
+(`if backward: loss.backward()` with `backward=True` by default). It only
 fires when the loss certainly saved tensors for backward (it comes from a module, criterion or
 an operation such as `*`, `@`, `exp`), since graphs of additions alone (`y = x + 1`) can be
 walked twice without error.

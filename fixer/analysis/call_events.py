@@ -231,6 +231,14 @@ def skipped_on_call(callee_ctx: FileContext, callee: Scope, call: ast.Call, node
     return bool(flags) and _decided(callee_ctx, callee, node, flags) is False
 
 
+def runs_on_call(callee_ctx: FileContext, callee: Scope, call: ast.Call, node: ast.AST) -> bool:
+    """``node`` of the callee runs on every ``call``: the only conditions around it are ``if flag:``
+    (or ``if not flag:``) on parameters the call gives a constant (or leaves at its default) that
+    runs it (``if backward: loss.backward()`` with ``backward=True`` by default)."""
+    flags = _constant_flags(callee, call)
+    return bool(flags) and _decided(callee_ctx, callee, node, flags) is True
+
+
 def _constant_flags(callee: Scope, call: ast.Call) -> dict[str, bool]:
     """Parameter -> truth of the constant this call gives it (or its default, where it gives
     none), for the parameters the callee never rebinds."""

@@ -12,6 +12,7 @@ import re
 from typing import Optional
 
 from fixer.analysis.call_sites import field_instance, holds_instance
+from fixer.analysis.call_events import runs_on_call
 from fixer.analysis.callees import called_function, imported_instance_of
 from fixer.analysis.calls import BackwardCall, backward_calls, retains_graph, training_call_text, training_functions
 from fixer.analysis.carried_flow import always_runs
@@ -80,7 +81,7 @@ def returning_helpers(ctx: FileContext, scope: Scope) -> dict[BackwardCall, tupl
             continue
         helper, own = found_helper
         for slot, target in _slots(stmt.targets[0]):
-            inner = _returned_backpropagated(own, helper, slot)
+            inner = _returned_backpropagated(own, helper, slot, node)
             if inner is not None:
                 found[BackwardCall(node, target, "helper")] = (own, helper, inner)
     return found
@@ -131,9 +132,9 @@ def _slots(target: ast.expr) -> list[tuple[Optional[int], ast.expr]]:
     return []
 
 
-def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int]) -> Optional[BackwardCall]:
-    """The helper's backward call that frees, on every call, the name every ``return`` hands back
-    at ``slot`` (None: the whole value)."""
+def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int], call: ast.Call) -> Optional[BackwardCall]:
+    """The helper's backward call that frees, on every such ``call``, the name every ``return``
+    hands back at ``slot`` (None: the whole value)."""
     returns = [n for n in nodes_of(helper, RETURNS) if isinstance(n, ast.Return)]
     names = set()
     for ret in returns:
@@ -146,7 +147,7 @@ def _returned_backpropagated(ctx: FileContext, helper: Scope, slot: Optional[int
         names.add(value.id)
     if len(names) != 1:
         return None
-    return _freed_at_end(ctx, helper, names.pop())
+    return _freed_at_end(ctx, helper, names.pop(), call)
 
 
 def _field_backpropagated(ctx: FileContext, scope: Scope, read: ast.Attribute) -> Optional[tuple[FileContext, Scope, BackwardCall]]:
@@ -177,13 +178,16 @@ def _holds(ctx: FileContext, scope: Scope, receiver: ast.expr, cls: ast.ClassDef
     return scope.self_name is not None and field_instance(ctx, scope, receiver, cls)
 
 
-def _freed_at_end(ctx: FileContext, helper: Scope, name: str) -> Optional[BackwardCall]:
+def _freed_at_end(ctx: FileContext, helper: Scope, name: str, call: Optional[ast.Call] = None) -> Optional[BackwardCall]:
     """The helper's backward call of ``name`` that frees its graph, a statement of the helper's own
-    body that nothing rebinds ``name`` after."""
+    body (or, for ``call``, one under flags the call decides to run it: ``if backward:`` with
+    ``backward=True`` by default) that nothing rebinds ``name`` after."""
     graph = facts(ctx, helper)
     for inner in backward_calls(ctx, helper):
         stmt = ctx.statement_of(inner.node)
-        if inner.kind != "method" or retains_graph(inner) or dotted(inner.target) != name or ctx.parent(stmt) is not helper.node:
+        if inner.kind != "method" or retains_graph(inner) or dotted(inner.target) != name:
+            continue
+        if ctx.parent(stmt) is not helper.node and not (call is not None and runs_on_call(ctx, helper, call, stmt)):
             continue
         if all(not ((s.lineno, s.col_offset) > (stmt.lineno, stmt.col_offset)) for s, _ in graph.assignments.get(name, [])):
             return inner  # not rebound after its backward
