@@ -141,8 +141,8 @@ def test_a_run_failing_before_its_first_step_is_judged_by_what_its_backward_reac
     before any step: a repair under which the encoder never gets a gradient cut it off."""
     both = ("parameter 1 (4,)", "parameter 2 (1, 4)")
     first = Outcome([], 1, 0, iterations=1, direct=frozenset(both))
-    assert judge(first, _summary(graded=both), FINDING) is None
-    assert judge(first, _summary(graded=both[1:]), FINDING) == "1 parameter(s) trained by the first run get no gradient now (parameter 1 (4,))"
+    assert judge(first, _summary(direct=both), FINDING) is None
+    assert judge(first, _summary(direct=both[1:]), FINDING) == "1 parameter(s) trained by the first run get no gradient now (parameter 1 (4,))"
 
 
 def test_builders_sum_two_backwards_with_the_second_loss_built_between(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def judge(first: Outcome, second: Summary, finding: Finding) -> Optional[str]:
     late_gap = set(first.graded_lately) | (set(first.graded) - set(second.graded))
     trained = (set(first.graded) & set(first.direct) & late_gap) - set(second.graded_lately)
     if not first.steps:  # failed before its first step: the parameters its backward reached are all it shows trained
-        trained |= set(first.direct) - set(second.graded)
+        trained |= set(first.direct) - set(second.direct)
     lost = sorted(trained | (set(first.orphans) - set(second.direct)))
     if lost:
         return f"{len(lost)} parameter(s) trained by the first run get no gradient now ({', '.join(lost[:3])})"
