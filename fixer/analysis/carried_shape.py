@@ -81,11 +81,16 @@ def _constructed_field(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name:
     init = class_methods(home, cls).get("__init__") if cls is not None else None
     if init is None or init.self_name is None:
         return None
-    for stmt in init.body:
-        if isinstance(stmt, ast.Assign) and any(dotted(t) == f"{init.self_name}.{attr}" for t in stmt.targets):
-            given = dict(bound_arguments(init, before[0])).get(stmt.value.id) if isinstance(stmt.value, ast.Name) else None
-            return given or stmt.value, before[1]
-    return None
+    field = f"{init.self_name}.{attr}"
+    stores = [n for n in scope_nodes(init) if isinstance(n, ast.Assign) and any(dotted(t) == field for t in n.targets)]
+    own = [n for n in stores if any(n is s for s in init.body)]
+    if not own:
+        return None
+    last = own[-1]
+    if last is not stores[-1] or any(isinstance(t, (ast.Tuple, ast.List)) for t in last.targets):
+        return None, before[1]  # (stored again under a condition, or unpacked: its value unknown)
+    given = dict(bound_arguments(init, before[0])).get(last.value.id) if isinstance(last.value, ast.Name) else None
+    return given or last.value, before[1]
 
 
 def _value_before(ctx: FileContext, graph: GraphFacts, loop: ast.AST, name: str) -> Optional[tuple[Optional[ast.expr], bool]]:
