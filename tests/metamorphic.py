@@ -223,6 +223,7 @@ REVIEWED_LOST = frozenset(
         "imported_config_flag",  # task.run(x, y) from unknown calls: the same
         "model_class_generator_step_first",  # feed(source, target) from unknown calls: the same
         "trainer_keeps_last_loss",  # fit_batch(inputs, targets) from unknown calls (no longer data by their names)
+        "trainer_step_with_imported_objective",  # trainer.step(x, y) given values from unknown calls: the same
     )
 ) | {
     # GF101 writes into a buffer known to be a tensor (``bank = torch.zeros(...)``); from an unseen
@@ -232,6 +233,9 @@ REVIEWED_LOST = frozenset(
     # it may be a list or an array, whose item writes record nothing: unknown
     "graph_written_into_persistent_tensor/accumulator_in_helper_method",
     "graph_written_into_persistent_tensor/centroid_tracker_plain_object",
+    # GF102 needs the index to be a tensor (``X = torch.randint(...)`` then ``C[X]``: advanced indexing
+    # saves it); from an unseen call it may be an integer or a slice, which saves nothing: unknown
+    "subgraph_built_before_loop/lookup_table_indexed_before_loop",
     # GF112 needs the memo to be computed from the parameters alone; the grid from an unseen call
     # (``torch.arange(n)`` made opaque) may carry a caller's graph, which would make it state, not a memo
     "graph_memoized_from_parameters/learned_position_scale_memo",

@@ -54,8 +54,9 @@ DETACHING_METHODS = frozenset(
 DETACHING_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_leaf", "T_max"})
 PLAIN_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "repr", "format", "print", "isinstance", "range", "enumerate", "zip"})
 CONTAINER_BUILTINS = frozenset({"tuple", "list"})  # hold what their argument holds
-CREATION = re.compile(
-    r"^torch\.(zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?$"
+CREATION = re.compile(  # (the legacy constructors and ``Variable(t)``, which makes a new leaf of ``t``'s data, too)
+    r"^torch\.((zeros|ones|empty|full|rand|randn|randint|randperm|tensor|as_tensor|from_numpy|arange|linspace|logspace|eye)(_like)?"
+    r"|(Float|Double|Half|BFloat16|Long|Int|Short|Byte|Char|Bool)?Tensor|autograd\.(variable\.)?Variable)$"
 )
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})  # a new leaf of its data
 # torch.Tensor methods that carry the graph along: on an object known only by its `.backward()` call
