@@ -4,8 +4,9 @@ and ``nn.Module`` instances (``model = Net()``, ``rnn, head = nn.LSTM(...), nn.L
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Optional
 
+from fixer import depends
 from fixer.analysis.call_sites import argument_of, parameter_position
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.imported_definitions import imported_class
@@ -35,15 +36,59 @@ def imported_names(ctx: FileContext) -> set[str]:
     return ctx.memo("imported_names", compute)
 
 
-def module_classes(ctx: FileContext) -> set[str]:
+def module_classes(ctx: FileContext) -> "ModuleClasses":
     """Classes that subclass ``nn.Module`` (directly or through each other): this file's, and
     those of other project files it imports and constructs or derives from (by the name that
-    refers to them here, as ``names.qualified`` spells it)."""
+    refers to them here, as ``names.qualified`` spells it). A set asked name by name: an imported
+    name is resolved (the project file defining it parsed) only when it is asked, or when the
+    classes are listed."""
+    return ctx.memo("module_classes", lambda: ModuleClasses(ctx))
 
-    def compute() -> set[str]:
-        classes = statement_index(ctx).classes
-        local = {c.name for c in classes}
-        found = {name for name in used_class_names(ctx) - local if _imported_module_class(ctx, name, MAX_BASE_DEPTH)}
+
+class _AskedByName:
+    """A set of names whose members are judged one by one as they are asked. Each answer keeps the
+    project files read to reach it and records them again when it is reused (``depends``: the
+    result cache's record)."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self._answers: dict[tuple[str, ...], tuple[object, Optional[dict]]] = {}
+
+    def _remembered(self, key: tuple[str, ...], compute):
+        if key not in self._answers:
+            with depends.capture() as read:
+                self._answers[key] = (compute(), read)
+        value, read = self._answers[key]
+        depends.replay(read)
+        return value
+
+
+class ModuleClasses(_AskedByName):
+    """``module_classes``'s answer."""
+
+    def __init__(self, ctx: FileContext):
+        super().__init__(ctx)
+        self.local = {c.name for c in statement_index(ctx).classes}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._local_modules() or isinstance(name, str) and name not in self.local and self._imported(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._local_modules() | {n for n in self._used() - self.local if self._imported(n)})
+
+    def _used(self) -> set[str]:
+        return self._remembered(("used",), lambda: used_class_names(self.ctx))
+
+    def _imported(self, name: str) -> bool:
+        """An imported name the file uses whose class, where it is defined, derives nn.Module."""
+        return self._remembered(("imported", name), lambda: name in self._used() and _imported_module_class(self.ctx, name, MAX_BASE_DEPTH))
+
+    def _local_modules(self) -> set[str]:
+        return self._remembered(("local",), self._derive_local)
+
+    def _derive_local(self) -> set[str]:
+        classes = statement_index(self.ctx).classes
+        found: set[str] = set()
         changed = True
         while changed:
             changed = False
@@ -51,14 +96,13 @@ def module_classes(ctx: FileContext) -> set[str]:
                 if cls.name in found:
                     continue
                 for base in cls.bases:
-                    base_name = qualified(ctx, base) or ""
-                    if base_name.startswith("torch.nn.") or base_name in found or base_name in ("nn.Module", "Module"):
+                    base_name = qualified(self.ctx, base) or ""
+                    if base_name.startswith("torch.nn.") or base_name in found or base_name in ("nn.Module", "Module") \
+                            or base_name not in self.local and self._imported(base_name):
                         found.add(cls.name)
                         changed = True
                         break
         return found
-
-    return ctx.memo("module_classes", compute)
 
 
 MAX_BASE_DEPTH = 3  # imported bases followed this deep (``Net(Base)`` with ``Base(nn.Module)`` elsewhere)
@@ -98,23 +142,37 @@ def _derives_module(ctx: FileContext, cls: ast.ClassDef, depth: int) -> bool:
     return False
 
 
-def module_names(ctx: FileContext) -> set[str]:
+def module_names(ctx: FileContext) -> "ModuleNames":
     """Dotted names assigned an ``nn.Module`` anywhere in the file (``model = Net()``,
-    ``self.fc = nn.Linear(...)``, ``net = nn.Sequential(...).to(device)``)."""
+    ``self.fc = nn.Linear(...)``, ``net = nn.Sequential(...).to(device)``), and the fields an
+    object keeps for life from such a name (``self.net`` given ``Trainer(net)``): asked name by
+    name, each name's assignments judged only when it is asked."""
+    return ctx.memo("module_names", lambda: ModuleNames(ctx))
 
-    def compute() -> set[str]:
-        classes = module_classes(ctx)
-        found: set[str] = set()
+
+class ModuleNames(_AskedByName):
+    """``module_names``'s answer."""
+
+    def __init__(self, ctx: FileContext):
+        super().__init__(ctx)
+        self._values: dict[str, list[ast.expr]] = {}  # name -> the values the file's assignments give it
         for node in statement_index(ctx).assigns:
             for target in node.targets:
                 for element, value in _unpacked(target, node.value):
                     name = dotted(element)
-                    if name and is_module_construction(ctx, value, classes):
-                        found.add(name)
-        found |= {field for field, name in held_for_life(ctx).items() if name in found}  # self.net given Trainer(net)
-        return found
+                    if name:
+                        self._values.setdefault(name, []).append(value)
 
-    return ctx.memo("module_names", compute)
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        given = held_for_life(self.ctx).get(name)
+        return self._assigned_module(name) or given is not None and self._assigned_module(given)
+
+    def _assigned_module(self, name: str) -> bool:
+        values = self._values.get(name)
+        return bool(values) and self._remembered((name,), lambda: any(
+            is_module_construction(self.ctx, v, module_classes(self.ctx)) for v in values))
 
 
 def _unpacked(target: ast.expr, value: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
