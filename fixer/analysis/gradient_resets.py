@@ -12,12 +12,14 @@ import re
 from typing import Optional
 
 from fixer.analysis.arguments import parameters
+from fixer.analysis.bindings import module_classes
 from fixer.analysis.call_events import call_events, resolved_callee, skipped_on_call
 from fixer.analysis.scalers import is_scaler
 from fixer.analysis.class_model import held_for_life
 from fixer.analysis.names import dotted
 from fixer.analysis.protocol import optimizer_params, zeroes_for
 from fixer.analysis.scopes import Scope, assigned_values, scope_nodes
+from fixer.analysis.vocabulary import MODULE_METHODS_KEEPING_GRADIENTS
 from fixer.context import FileContext
 from fixer.nodes import walk
 
@@ -27,6 +29,26 @@ GRADIENT_RESET = re.compile(
     r"|\b(setattr|delattr)\s*\([^,]+,\s*[\"'](_|main_)?grad[\"']",  # setattr(p, "grad", None)
     re.IGNORECASE,
 )
+GRAD_ATTRIBUTE = re.compile(r"\.(_|main_)?grad")
+IN_PLACE_CALL = re.compile(r"\w_\s*\(")  # ``x.zero_()``, ``clip_grad_norm_(...)``: may write a gradient a name holds
+WRITTEN = re.compile(r"\s*(?:=(?!=)|[-+*/@%&|^]=|[,)])")  # stored into, or handed to a call, after ``.grad``
+
+
+def reset_mentions(text: str) -> list["re.Match[str]"]:
+    """``GRADIENT_RESET``'s matches in ``text`` that may clear or rewrite gradients. A read of
+    ``.grad`` (``[p.grad for p in params]``, ``p.grad.norm()``) writes nothing: it counts only when
+    it is stored into, deleted, handed to a call, or when the text makes an in-place call anywhere
+    (which may write a gradient through the name it was read into)."""
+    in_place = IN_PLACE_CALL.search(text) is not None
+    found = []
+    for match in GRADIENT_RESET.finditer(text):
+        line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()].lstrip()
+        if GRAD_ATTRIBUTE.fullmatch(match.group(0)) and not in_place and not WRITTEN.match(text, match.end()) and not line.startswith("del "):
+            continue  # a read
+        found.append(match)
+    return found
+
+
 # framework callbacks and hooks, which often clear gradients for the loop (Keras-style fit loops)
 HOOK_CALL = re.compile(r"(^|[._])(callbacks?|hooks?|plugins?|strategy|trainer|engine)([._]|$)|(^|\.)(on_\w+|fire|emit|trigger|call_hook)$", re.IGNORECASE)
 MAX_HELPER_DEPTH = 2  # how deep the optimizer is followed through helpers that pass it on
@@ -66,7 +88,7 @@ def mentions_other_reset(ctx: FileContext, loop: ast.AST) -> bool:
     """A gradient reset other than ``x.zero_grad()`` (which the caller judged by its owner):
     ``p.grad = None``, ``zero_grads(params)``, ``set_to_none``, ..."""
     text = ctx.text(loop)
-    return any(not _is_zero_grad_method(text, m) for m in GRADIENT_RESET.finditer(text))
+    return any(not _is_zero_grad_method(text, m) for m in reset_mentions(text))
 
 
 def _is_zero_grad_method(text: str, match: re.Match) -> bool:
@@ -94,9 +116,12 @@ def _helper_may_reset(ctx: FileContext, scope: Scope, call: ast.Call, objects: s
         )
     body = _bound_lambda(ctx, call.func)
     if body is not None:  # judged by what it does, whatever its name
-        return bool(GRADIENT_RESET.search(ctx.text(body)))
+        return bool(reset_mentions(ctx.text(body)))
     if scope.self_name and name.startswith(scope.self_name + ".") and name.count(".") == 1:
-        return not _is_attribute_of_class(scope, name.split(".", 1)[1])  # inherited method: unknown
+        method = name.split(".", 1)[1]
+        if method in MODULE_METHODS_KEEPING_GRADIENTS and scope.class_node is not None and scope.class_node.name in module_classes(ctx):
+            return False  # nn.Module's own method (``self.parameters()``), in a class that derives it
+        return not _is_attribute_of_class(scope, method)  # inherited method: unknown
     arguments = list(call.args) + [k.value for k in call.keywords]
     via_scaler = isinstance(call.func, ast.Attribute) and call.func.attr in ("step", "unscale_") and is_scaler(ctx, call.func.value)
     return any(dotted(arg) in objects for arg in arguments) and not via_scaler
@@ -108,7 +133,7 @@ def _callee_resets(ctx: FileContext, scope: Scope, call: ast.Call, callee: Scope
     (call_events), is known to belong to other parameters."""
     text = (callee.ctx or ctx).text(callee.node)
     flags = set(parameters(callee))  # ``def optimizer_step(self, zero_grad=False)``: a flag's name resets nothing
-    resets = [m for m in GRADIENT_RESET.finditer(text) if m.group(0) not in flags or text[m.end():].lstrip().startswith("(")]
+    resets = [m for m in reset_mentions(text) if m.group(0) not in flags or text[m.end():].lstrip().startswith("(")]
     optimizers = [o for o in objects if o in optimizer_params(ctx)]
     if not resets or any(not _is_zero_grad_method(text, m) for m in resets) or not optimizers:
         return bool(resets)

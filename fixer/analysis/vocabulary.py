@@ -37,3 +37,11 @@ TORCH_NN_CLASS = re.compile(r"^torch\.nn\.(?:[a-z_][a-z0-9_]*\.)*[A-Z]\w*$")
 
 def constructs_torch_nn_class(qualified_name: str) -> bool:
     return TORCH_NN_CLASS.match(qualified_name) is not None
+
+# torch.nn.Module's own methods that never touch a parameter's gradient (``self.parameters()`` in a
+# subclass's method is one of these, not an unknown inherited method that may clear gradients)
+MODULE_METHODS_KEEPING_GRADIENTS = frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+     "named_modules", "state_dict", "train", "eval", "forward", "extra_repr", "get_submodule", "get_parameter",
+     "get_buffer", "register_buffer", "register_parameter", "add_module"}
+)
