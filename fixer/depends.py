@@ -248,6 +248,17 @@ def replay(recorded: Optional[dict[str, Fingerprint]]) -> None:
         merge(_active, recorded)
 
 
+def kept_answer(answers: dict, key: object, compute: Callable[[], T]) -> T:
+    """``answers[key]``, computed once: the answer keeps the files recorded while computing it and
+    records them again whenever it is reused (a memo kept across the analyses of several files)."""
+    if key not in answers:
+        with capture() as read:
+            answers[key] = (compute(), read)
+    value, read = answers[key]
+    replay(read)
+    return value
+
+
 def remembered(function: Callable[..., T]) -> Callable[..., T]:
     """A memo of ``function`` (hashable arguments) for answers computed from project files: each
     answer keeps the files recorded while computing it, recorded again on every later call."""

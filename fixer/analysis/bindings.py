@@ -55,12 +55,7 @@ class _AskedByName:
         self._answers: dict[tuple[str, ...], tuple[object, Optional[dict]]] = {}
 
     def _remembered(self, key: tuple[str, ...], compute):
-        if key not in self._answers:
-            with depends.capture() as read:
-                self._answers[key] = (compute(), read)
-        value, read = self._answers[key]
-        depends.replay(read)
-        return value
+        return depends.kept_answer(self._answers, key, compute)
 
 
 class ModuleClasses(_AskedByName):

@@ -19,7 +19,7 @@ from typing import NamedTuple, Optional
 
 from fixer.analysis.arguments import bound_arguments, parameters
 from fixer.analysis.callees import called_function
-from fixer.analysis.class_model import class_methods
+from fixer.analysis.class_model import attribute_writes, class_methods
 from fixer.analysis.names import dotted
 from fixer.analysis.scopes import Scope, scope_nodes
 from fixer.context import FileContext
@@ -50,35 +50,29 @@ def method_stores(ctx: FileContext, scope: Scope, stmt: ast.AST) -> list[FieldWr
 
 def _field_writes(method: Scope, depth: int) -> Optional[dict[str, tuple[Optional[str], bool]]]:
     """field -> (the parameter the method stores there on every call, or None; whether every call
-    writes it); None when the method calls a method of its object that cannot be read."""
+    writes it); None when the method calls a method of its object that cannot be read. The
+    method's own writes are its class's ``attribute_writes``."""
     ctx, self_name = method.ctx, method.self_name
-    if ctx is None or self_name is None:
+    if ctx is None or self_name is None or method.class_node is None:
         return None
-    own, top = set(parameters(method)), {id(s) for s in method.body}
-    nodes = scope_nodes(method)
+    own, nodes = set(parameters(method)), scope_nodes(method)
     rebound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    writes: dict[str, tuple[Optional[str], bool]] = {}
+    events: list[tuple[tuple[int, int], dict[str, tuple[Optional[str], bool]]]] = []  # in source order: the last write wins
+    for field, found in attribute_writes(ctx, method.class_node).items():
+        for write in (w for w in found if w.method.node is method.node):
+            stmt = write.stmt  # (an augmented store is no store of a parameter as it is)
+            value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) else None
+            param = value.id if isinstance(value, ast.Name) and value.id in own and value.id not in rebound else None
+            events.append(((stmt.lineno, stmt.col_offset), {field: (param if write.every_call else None, write.every_call)}))
     for node in nodes:
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in _flat(targets):
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
-                    value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 and target is node.targets[0] else None
-                    param = value.id if isinstance(value, ast.Name) and value.id in own and value.id not in rebound else None
-                    writes[target.attr] = (param if id(node) in top else None, id(node) in top)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
                 and node.func.value.id == self_name:
             inner = class_methods(ctx, method.class_node).get(node.func.attr) if depth > 0 else None
             found = _field_writes(inner, depth - 1) if inner is not None and inner.node is not method.node else None
             if found is None:
                 return None
-            writes.update((field, (None, False)) for field in found)
+            events.append(((node.lineno, node.col_offset), {field: (None, False) for field in found}))
+    writes: dict[str, tuple[Optional[str], bool]] = {}
+    for _, written in sorted(events, key=lambda e: e[0]):
+        writes.update(written)
     return writes
-
-
-def _flat(targets: list[ast.expr]) -> list[ast.expr]:
-    """The targets, tuples and lists unpacked."""
-    found = []
-    for target in targets:
-        found += _flat(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else [target]
-    return found

@@ -144,13 +144,7 @@ class _Loaded(FileContext):
     keeps the files read while computing it and records them again whenever it is reused."""
 
     def memo(self, key: object, compute):
-        if key not in self.cache:
-            with depends.capture() as read:
-                value = compute()
-            self.cache[key] = (value, read)
-        value, read = self.cache[key]
-        depends.replay(read)
-        return value
+        return depends.kept_answer(self.cache, key, compute)
 
 
 def load_file(path: str) -> Optional[FileContext]:
